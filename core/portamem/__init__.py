@@ -1,0 +1,58 @@
+"""portamem: portable, framework-neutral long-term memory for LLM agents."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .config import Settings
+from .embeddings import Embedder, SentenceTransformerEmbedder, USEEmbedder, get_embedder
+from .errors import (
+    ContentTooLongError,
+    EmbeddingError,
+    ImportFormatError,
+    NotFoundError,
+    PluginError,
+    PortamemError,
+    StoreError,
+    StoreLockedError,
+    StoreOpenError,
+    ValidationError,
+)
+from .filters import SearchFilters
+from .memory import Memory, MemoryDraft
+from .records import MemoryRecord, MemoryType, ScoreBreakdown, SearchHit, Source, Status, Trust, Turn
+
+try:
+    __version__ = version("portamem")
+except PackageNotFoundError:  # running from a source tree that was not installed
+    __version__ = "0.0.0"
+
+__all__ = [
+    "Memory",
+    "MemoryDraft",
+    "MemoryRecord",
+    "MemoryType",
+    "SearchHit",
+    "ScoreBreakdown",
+    "SearchFilters",
+    "Settings",
+    "Source",
+    "Status",
+    "Trust",
+    "Turn",
+    "Embedder",
+    "USEEmbedder",
+    "SentenceTransformerEmbedder",
+    "get_embedder",
+    "PortamemError",
+    "ValidationError",
+    "ContentTooLongError",
+    "NotFoundError",
+    "StoreError",
+    "StoreOpenError",
+    "StoreLockedError",
+    "EmbeddingError",
+    "ImportFormatError",
+    "PluginError",
+    "__version__",
+]

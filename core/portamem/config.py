@@ -1,0 +1,139 @@
+"""Typed settings with documented defaults, loadable from a TOML file and PORTAMEM_* environment variables."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+__all__ = ["Settings", "DEFAULT_HALF_LIVES", "DEFAULT_WEIGHTS"]
+
+#: half-life in days by memory kind (DESIGN.md, Lifecycle)
+DEFAULT_HALF_LIVES: dict[str, float] = {
+    "identity": 365.0,
+    "preference": 90.0,
+    "fact": 90.0,
+    "episodic": 7.0,
+    "task": 1.0,
+}
+
+#: final = sum(weight * component); the defaults of DESIGN.md's read path
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "vector": 0.45,
+    "keyword": 0.25,
+    "recency": 0.18,
+    "importance": 0.12,
+}
+
+
+@dataclass
+class Settings:
+    """Every tunable of portamem. ``path`` places the embedded stores; URLs override it."""
+
+    #: directory of the embedded stores (records.sqlite3 and the milvus-lite index)
+    path: str = "./portamem-data"
+    #: SQLAlchemy URL of the record store; default sqlite in ``path``
+    db_url: str | None = None
+    #: Milvus URI: a milvus-lite directory (default in ``path``) or ``http://host:19530``
+    vector_uri: str | None = None
+    vector_token: str | None = None
+    #: one Milvus partition per tenant+user: exact and fast filtered search on milvus-lite
+    partition_per_user: bool = True
+    #: embedding model: a registered name (see ``portamem.embeddings.available_embedders``)
+    #: or ``st:<path-or-name>`` for any sentence-transformers model
+    embedder: str = "use-multilingual-v3"
+    tenant_id: str = "default"
+    max_content_chars: int = 8000
+    max_id_chars: int = 256
+    #: working window size, in turns (a user message plus the reply)
+    window_turns: int = 8
+    top_k: int = 5
+    #: candidates fetched from each retriever before merging
+    candidate_k: int = 50
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    #: recency = exp(-recency_lambda * age_hours)
+    recency_lambda: float = 0.01
+    #: hits with a lower final score are dropped
+    min_score: float = 0.0
+    half_lives: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
+    dedupe_threshold: float = 0.92
+    grace_days: float = 7.0
+    pool_capacity: int = 5000
+    #: reindex automatically on open when the embedder changed (else raise)
+    auto_reindex: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_content_chars < 1 or self.window_turns < 0 or self.top_k < 1:
+            raise ConfigError("max_content_chars and top_k must be >= 1, window_turns >= 0")
+        if not 0.0 < self.dedupe_threshold <= 1.0:
+            raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
+        if any(not isinstance(w, (int, float)) or w < 0 for w in self.weights.values()):
+            raise ConfigError(f"weights must be non-negative numbers, got {self.weights}")
+
+    @property
+    def resolved_db_url(self) -> str:
+        return self.db_url or f"sqlite:///{Path(self.path).resolve() / 'records.sqlite3'}"
+
+    @property
+    def resolved_vector_uri(self) -> str:
+        return self.vector_uri or str(Path(self.path).resolve() / "vectors.db")
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def load(
+        cls,
+        file: str | Path | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Defaults, then the ``[portamem]`` table of a TOML file, then ``PORTAMEM_<FIELD>`` variables, then overrides."""
+        values: dict[str, Any] = {}
+        env = os.environ if env is None else env
+        file = file or env.get("PORTAMEM_CONFIG")
+        if file:
+            try:
+                data = tomllib.loads(Path(file).read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError(f"cannot read config file {file}: {exc}") from exc
+            values.update(data.get("portamem", data))
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for name, f in fields.items():
+            raw = env.get(f"PORTAMEM_{name.upper()}")
+            if raw is not None:
+                values[name] = _parse_env(name, raw, f)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        unknown = set(values) - set(fields)
+        if unknown:
+            raise ConfigError(f"unknown settings: {sorted(unknown)}; known: {sorted(fields)}")
+        if "weights" in values:
+            values["weights"] = {**DEFAULT_WEIGHTS, **values["weights"]}
+        if "half_lives" in values:
+            values["half_lives"] = {**DEFAULT_HALF_LIVES, **values["half_lives"]}
+        return cls(**values)
+
+
+def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
+    kind = str(f.type)
+    try:
+        if "dict" in kind:
+            return json.loads(raw)
+        if kind == "bool":
+            if raw.lower() not in {"1", "0", "true", "false", "yes", "no"}:
+                raise ValueError(raw)
+            return raw.lower() in {"1", "true", "yes"}
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"PORTAMEM_{name.upper()}={raw!r} is not a valid {kind}") from exc
+    return raw

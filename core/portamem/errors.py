@@ -1,0 +1,86 @@
+"""Typed errors: every failure portamem reports to a caller is one of these."""
+
+from __future__ import annotations
+
+__all__ = [
+    "PortamemError",
+    "ValidationError",
+    "ContentTooLongError",
+    "NotFoundError",
+    "StoreError",
+    "StoreOpenError",
+    "StoreLockedError",
+    "EmbeddingError",
+    "EmbeddingModelMismatchError",
+    "ImportFormatError",
+    "PluginError",
+    "FrameworkNotInstalledError",
+    "ConfigError",
+]
+
+
+class PortamemError(Exception):
+    """Base class of every error portamem raises on purpose."""
+
+
+class ValidationError(PortamemError, ValueError):
+    """An argument has the wrong type or value; nothing was written."""
+
+
+class ContentTooLongError(ValidationError):
+    """Memory content exceeds ``Settings.max_content_chars``."""
+
+
+class NotFoundError(PortamemError, KeyError):
+    """A memory id does not exist for this tenant and user."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "not found"
+
+
+class StoreError(PortamemError):
+    """The record store or the vector index failed."""
+
+
+class StoreOpenError(StoreError):
+    """A store could not be opened (bad path, URL, permissions or corrupt files)."""
+
+
+class StoreLockedError(StoreOpenError):
+    """Another process holds the embedded vector index open."""
+
+
+class EmbeddingError(PortamemError):
+    """The embedding model could not be loaded or failed to encode."""
+
+
+class EmbeddingModelMismatchError(EmbeddingError):
+    """Vectors of one model would be compared with vectors of another."""
+
+
+class ImportFormatError(ValidationError):
+    """An export file is malformed; the import was rolled back whole."""
+
+
+class PluginError(PortamemError):
+    """A plugin raised or returned a value of the wrong shape."""
+
+    def __init__(self, plugin: str, hook: str, message: str) -> None:
+        super().__init__(f"plugin {plugin!r} failed in {hook}: {message}")
+        self.plugin = plugin
+        self.hook = hook
+
+
+class FrameworkNotInstalledError(PortamemError, ImportError):
+    """An adapter's framework is missing; the message names the extra to install."""
+
+    def __init__(self, framework: str, extra: str) -> None:
+        super().__init__(
+            f"{framework} is not installed; install it with: pip install 'portamem[{extra}]'"
+        )
+        self.framework = framework
+        self.extra = extra
+
+
+class ConfigError(PortamemError, ValueError):
+    """A setting has an invalid value or a config file cannot be read."""

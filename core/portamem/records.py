@@ -1,0 +1,195 @@
+"""The memory record: one JSON-portable data model shared by every backend and adapter."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+__all__ = [
+    "MemoryType",
+    "Source",
+    "Trust",
+    "Status",
+    "MemoryRecord",
+    "ScoreBreakdown",
+    "SearchHit",
+    "Turn",
+    "new_memory_id",
+    "utcnow",
+    "to_iso",
+    "from_iso",
+    "importance_band",
+]
+
+
+class MemoryType(str, Enum):
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+
+
+class Source(str, Enum):
+    USER = "user"
+    SYSTEM = "system"
+    TOOL = "tool"
+    WEB = "web"
+
+
+class Trust(str, Enum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class Status(str, Enum):
+    ACTIVE = "active"
+    PENDING = "pending"
+    QUARANTINED = "quarantined"
+    DELETED = "deleted"
+
+
+#: trust a source gets when the caller does not say (DESIGN: system/tool high, user medium, web low)
+DEFAULT_TRUST: dict[Source, Trust] = {
+    Source.SYSTEM: Trust.HIGH,
+    Source.TOOL: Trust.HIGH,
+    Source.USER: Trust.MEDIUM,
+    Source.WEB: Trust.LOW,
+}
+
+
+def new_memory_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def to_iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).isoformat()
+
+
+def from_iso(value: str | datetime | None) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        if isinstance(value, datetime) and value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def importance_band(importance: float) -> int:
+    """Map importance 0..1 to the 1-100 band scale (1-20 transient ... 81-100 identity)."""
+    return max(1, min(100, int(round(importance * 100))))
+
+
+@dataclass
+class MemoryRecord:
+    """One memory. ``to_dict``/``from_dict`` give the portable JSON form used by export/import."""
+
+    content: str
+    user_id: str
+    tenant_id: str = "default"
+    memory_id: str = field(default_factory=new_memory_id)
+    session_id: str | None = None
+    agent_id: str | None = None
+    type: MemoryType = MemoryType.SEMANTIC
+    kind: str | None = None
+    summary: str | None = None
+    entities: list[str] = field(default_factory=list)
+    triples: list[list[str]] = field(default_factory=list)
+    embedding: list[float] | None = None
+    embedding_model: str | None = None
+    embedding_version: str | None = None
+    importance: float = 0.5
+    importance_band: int = 50
+    half_life_days: float = 90.0
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+    frequency: int = 1
+    source: Source = Source.USER
+    trust: Trust = Trust.MEDIUM
+    status: Status = Status.ACTIVE
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    deleted_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, *, include_embedding: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Enum):
+                value = value.value
+            elif isinstance(value, datetime):
+                value = to_iso(value)
+            out[f.name] = value
+        if not include_embedding:
+            out["embedding"] = None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise KeyError(f"unknown record fields: {sorted(unknown)}")
+        kw = dict(data)
+        for key in ("created_at", "updated_at", "last_accessed_at", "deleted_at"):
+            if key in kw:
+                kw[key] = from_iso(kw[key])
+        for key, enum in (("type", MemoryType), ("source", Source), ("trust", Trust), ("status", Status)):
+            if key in kw:
+                kw[key] = enum(kw[key])
+        if kw.get("triples") is not None:
+            kw["triples"] = [list(t) for t in kw["triples"]]
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class ScoreBreakdown:
+    """Component scores (each 0..1) and the weighted final score of one search hit."""
+
+    final: float
+    components: dict[str, float]
+    weights: dict[str, float]
+
+
+@dataclass
+class SearchHit:
+    """A recalled memory with its score breakdown and provenance (which retrievers found it)."""
+
+    record: MemoryRecord
+    score: float
+    breakdown: ScoreBreakdown
+    found_by: tuple[str, ...]
+    conflicts_with: tuple[str, ...] = ()
+
+    @property
+    def memory_id(self) -> str:
+        return self.record.memory_id
+
+    @property
+    def content(self) -> str:
+        return self.record.content
+
+
+@dataclass
+class Turn:
+    """One turn of the working window: a user message plus the reply."""
+
+    user: str
+    assistant: str
+    created_at: datetime = field(default_factory=utcnow)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    seq: int = 0

@@ -1,0 +1,592 @@
+"""Record store: memories, entities, keyword index, working window, audit log. The source of truth."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from .errors import StoreError, StoreOpenError
+from .filters import SearchFilters
+from .records import MemoryRecord, MemoryType, Source, Status, Trust, Turn
+from .text import tokenize
+
+__all__ = ["RecordStore", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+
+md = sa.MetaData()
+
+memories = sa.Table(
+    "memories",
+    md,
+    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("memory_id", sa.String(64), nullable=False, unique=True),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256), nullable=False),
+    sa.Column("session_id", sa.String(256)),
+    sa.Column("agent_id", sa.String(256)),
+    sa.Column("type", sa.String(16), nullable=False),
+    sa.Column("kind", sa.String(32)),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("summary", sa.Text),
+    sa.Column("entities", sa.JSON, nullable=False),
+    sa.Column("triples", sa.JSON, nullable=False),
+    sa.Column("embedding", sa.LargeBinary),
+    sa.Column("embedding_model", sa.String(128)),
+    sa.Column("embedding_version", sa.String(64)),
+    sa.Column("importance", sa.Float, nullable=False),
+    sa.Column("importance_band", sa.Integer, nullable=False),
+    sa.Column("half_life_days", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("last_accessed_at", sa.Float),
+    sa.Column("access_count", sa.Integer, nullable=False),
+    sa.Column("frequency", sa.Integer, nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),
+    sa.Column("trust", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("supersedes", sa.String(64)),
+    sa.Column("superseded_by", sa.String(64)),
+    sa.Column("deleted_at", sa.Float),
+    sa.Column("metadata", sa.JSON, nullable=False),
+    # 0 while the vector index may not reflect this row yet (a transactional outbox)
+    sa.Column("indexed", sa.Integer, nullable=False, default=0),
+    sa.Index("ix_memories_scope", "tenant_id", "user_id", "status", "type"),
+    sa.Index("ix_memories_created", "tenant_id", "user_id", "created_at"),
+    sa.Index("ix_memories_unindexed", "indexed"),
+)
+
+entities_t = sa.Table(
+    "memory_entities",
+    md,
+    sa.Column("pk", sa.Integer, sa.ForeignKey("memories.pk", ondelete="CASCADE"), nullable=False),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256), nullable=False),
+    sa.Column("entity", sa.String(256), nullable=False),
+    sa.Index("ix_entities_lookup", "tenant_id", "user_id", "entity"),
+    sa.Index("ix_entities_pk", "pk"),
+)
+
+turns_t = sa.Table(
+    "turns",
+    md,
+    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256), nullable=False),
+    sa.Column("session_id", sa.String(256), nullable=False),
+    sa.Column("user_text", sa.Text, nullable=False),
+    sa.Column("assistant_text", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("metadata", sa.JSON, nullable=False),
+    sa.Index("ix_turns_scope", "tenant_id", "user_id", "session_id", "pk"),
+)
+
+audit_t = sa.Table(
+    "audit_log",
+    md,
+    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("ts", sa.Float, nullable=False),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256)),
+    sa.Column("memory_id", sa.String(64)),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("actor", sa.String(64), nullable=False),
+    sa.Column("detail", sa.JSON, nullable=False),
+    sa.Index("ix_audit_memory", "memory_id", "pk"),
+    sa.Index("ix_audit_scope", "tenant_id", "user_id", "ts"),
+)
+
+meta_t = sa.Table(
+    "meta",
+    md,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+_FTS_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5("
+    "tokens, tokenize=\"unicode61 remove_diacritics 2 tokenchars '-_'\")"
+)
+
+
+def _ts(value: datetime | None) -> float | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
+
+
+def _vec_to_blob(vector: Sequence[float] | np.ndarray | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _blob_to_vec(blob: bytes | None) -> list[float] | None:
+    return None if blob is None else np.frombuffer(blob, dtype="<f4").tolist()
+
+
+def record_row(record: MemoryRecord) -> dict[str, Any]:
+    return {
+        "memory_id": record.memory_id,
+        "tenant_id": record.tenant_id,
+        "user_id": record.user_id,
+        "session_id": record.session_id,
+        "agent_id": record.agent_id,
+        "type": record.type.value,
+        "kind": record.kind,
+        "content": record.content,
+        "summary": record.summary,
+        "entities": list(record.entities),
+        "triples": [list(t) for t in record.triples],
+        "embedding": _vec_to_blob(record.embedding),
+        "embedding_model": record.embedding_model,
+        "embedding_version": record.embedding_version,
+        "importance": float(record.importance),
+        "importance_band": int(record.importance_band),
+        "half_life_days": float(record.half_life_days),
+        "created_at": _ts(record.created_at),
+        "updated_at": _ts(record.updated_at),
+        "last_accessed_at": _ts(record.last_accessed_at),
+        "access_count": int(record.access_count),
+        "frequency": int(record.frequency),
+        "source": record.source.value,
+        "trust": record.trust.value,
+        "status": record.status.value,
+        "supersedes": record.supersedes,
+        "superseded_by": record.superseded_by,
+        "deleted_at": _ts(record.deleted_at),
+        "metadata": dict(record.metadata),
+    }
+
+
+def row_record(row: Any) -> MemoryRecord:
+    m = row._mapping
+    return MemoryRecord(
+        memory_id=m["memory_id"],
+        tenant_id=m["tenant_id"],
+        user_id=m["user_id"],
+        session_id=m["session_id"],
+        agent_id=m["agent_id"],
+        type=MemoryType(m["type"]),
+        kind=m["kind"],
+        content=m["content"],
+        summary=m["summary"],
+        entities=list(m["entities"] or []),
+        triples=[list(t) for t in (m["triples"] or [])],
+        embedding=_blob_to_vec(m["embedding"]),
+        embedding_model=m["embedding_model"],
+        embedding_version=m["embedding_version"],
+        importance=m["importance"],
+        importance_band=m["importance_band"],
+        half_life_days=m["half_life_days"],
+        created_at=_dt(m["created_at"]),  # type: ignore[arg-type]
+        updated_at=_dt(m["updated_at"]),  # type: ignore[arg-type]
+        last_accessed_at=_dt(m["last_accessed_at"]),
+        access_count=m["access_count"],
+        frequency=m["frequency"],
+        source=Source(m["source"]),
+        trust=Trust(m["trust"]),
+        status=Status(m["status"]),
+        supersedes=m["supersedes"],
+        superseded_by=m["superseded_by"],
+        deleted_at=_dt(m["deleted_at"]),
+        metadata=dict(m["metadata"] or {}),
+    )
+
+
+def fts_match_expression(tokens: Iterable[str]) -> str | None:
+    """An FTS5 MATCH string that ORs the tokens, each quoted as a phrase (so no query syntax leaks in)."""
+    quoted = ['"' + t.replace('"', '""') + '"' for t in dict.fromkeys(tokens) if t]
+    return " OR ".join(quoted) if quoted else None
+
+
+def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    # FULL: a committed (acknowledged) write survives power loss, not just a process kill
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()
+
+
+class RecordStore:
+    """SQLAlchemy-backed store. Every query that returns records is scoped by tenant and user."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        try:
+            if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
+                Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+            self.engine: Engine = sa.create_engine(url, future=True)
+            self.is_sqlite = self.engine.dialect.name == "sqlite"
+            if self.is_sqlite:
+                event.listen(self.engine, "connect", _on_connect)
+            else:
+                raise StoreOpenError(
+                    f"{self.engine.dialect.name}: only SQLite is supported as the record store so far "
+                    "(the keyword index uses SQLite FTS5)"
+                )
+            with self.engine.begin() as conn:
+                md.create_all(conn)
+                conn.exec_driver_sql(_FTS_DDL)
+                version = conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar()
+                if version is None:
+                    conn.execute(meta_t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+                elif int(version) > SCHEMA_VERSION:
+                    raise StoreOpenError(f"store schema {version} is newer than this portamem ({SCHEMA_VERSION})")
+        except StoreOpenError:
+            raise
+        except (sa.exc.SQLAlchemyError, OSError) as exc:
+            raise StoreOpenError(f"cannot open record store {url}: {exc}") from exc
+        self._write_lock = threading.RLock()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ---------------------------------------------------------------- transactions
+    def transaction(self) -> Any:
+        """A write transaction; writes are serialised within the process."""
+        store = self
+
+        class _Tx:
+            def __enter__(self) -> Connection:
+                store._write_lock.acquire()
+                try:
+                    self._ctx = store.engine.begin()
+                    return self._ctx.__enter__()
+                except BaseException:
+                    store._write_lock.release()
+                    raise
+
+            def __exit__(self, *exc: Any) -> None:
+                try:
+                    self._ctx.__exit__(*exc)
+                finally:
+                    store._write_lock.release()
+
+        return _Tx()
+
+    # ---------------------------------------------------------------- meta
+    def get_meta(self, key: str) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == key)).scalar()
+
+    def set_meta(self, conn: Connection, key: str, value: str) -> None:
+        if conn.execute(sa.select(meta_t.c.key).where(meta_t.c.key == key)).first():
+            conn.execute(meta_t.update().where(meta_t.c.key == key).values(value=value))
+        else:
+            conn.execute(meta_t.insert().values(key=key, value=value))
+
+    # ---------------------------------------------------------------- writes
+    def insert(self, conn: Connection, records: Sequence[MemoryRecord]) -> None:
+        for record in records:
+            pk = conn.execute(memories.insert().values(indexed=0, **record_row(record))).inserted_primary_key[0]
+            self._write_derived(conn, pk, record)
+
+    def _write_derived(self, conn: Connection, pk: int, record: MemoryRecord) -> None:
+        if record.entities:
+            conn.execute(
+                entities_t.insert(),
+                [{"pk": pk, "tenant_id": record.tenant_id, "user_id": record.user_id, "entity": e[:256]}
+                 for e in dict.fromkeys(record.entities)],
+            )
+        text = record.content if not record.summary else f"{record.content}\n{record.summary}"
+        conn.exec_driver_sql(
+            "INSERT INTO memory_fts(rowid, tokens) VALUES (?, ?)", (pk, " ".join(tokenize(text)))
+        )
+
+    def replace(self, conn: Connection, record: MemoryRecord) -> None:
+        """Rewrite a record in place (same id), rebuilding its entities and keyword entry."""
+        pk = self._pk(conn, record.memory_id)
+        conn.execute(memories.update().where(memories.c.pk == pk).values(indexed=0, **record_row(record)))
+        conn.execute(entities_t.delete().where(entities_t.c.pk == pk))
+        conn.exec_driver_sql("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+        self._write_derived(conn, pk, record)
+
+    def update_fields(self, conn: Connection, memory_ids: Sequence[str], *, reindex: bool, **values: Any) -> int:
+        if reindex:
+            values["indexed"] = 0
+        result = conn.execute(memories.update().where(memories.c.memory_id.in_(list(memory_ids))).values(**values))
+        return int(result.rowcount)
+
+    def purge(self, conn: Connection, memory_ids: Sequence[str]) -> int:
+        pks = [r[0] for r in conn.execute(sa.select(memories.c.pk).where(memories.c.memory_id.in_(list(memory_ids))))]
+        for pk in pks:
+            conn.exec_driver_sql("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+        conn.execute(entities_t.delete().where(entities_t.c.pk.in_(pks)))
+        conn.execute(memories.delete().where(memories.c.pk.in_(pks)))
+        return len(pks)
+
+    def _pk(self, conn: Connection, memory_id: str) -> int:
+        pk = conn.execute(sa.select(memories.c.pk).where(memories.c.memory_id == memory_id)).scalar()
+        if pk is None:
+            raise StoreError(f"memory {memory_id} vanished during an update")
+        return int(pk)
+
+    # ---------------------------------------------------------------- reads
+    @staticmethod
+    def _scope(tenant_id: str, user_id: str) -> list[Any]:
+        return [memories.c.tenant_id == tenant_id, memories.c.user_id == user_id]
+
+    @staticmethod
+    def _filter_clauses(f: SearchFilters) -> list[Any]:
+        c = memories.c
+        clauses: list[Any] = [c.status.in_([s.value for s in f.statuses])]
+        if f.types:
+            clauses.append(c.type.in_([t.value for t in f.types]))
+        if f.sources:
+            clauses.append(c.source.in_([s.value for s in f.sources]))
+        if f.trusts:
+            clauses.append(c.trust.in_([t.value for t in f.trusts]))
+        if f.session_id is not None:
+            clauses.append(c.session_id == f.session_id)
+        if f.agent_id is not None:
+            clauses.append(c.agent_id == f.agent_id)
+        if f.created_after is not None:
+            clauses.append(c.created_at > _ts(f.created_after))
+        if f.created_before is not None:
+            clauses.append(c.created_at <= _ts(f.created_before))
+        if f.min_importance is not None:
+            clauses.append(c.importance >= f.min_importance)
+        return clauses
+
+    def get(self, tenant_id: str, user_id: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        out: dict[str, MemoryRecord] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 500):
+                q = sa.select(memories).where(
+                    memories.c.memory_id.in_(ids[start:start + 500]), *self._scope(tenant_id, user_id)
+                )
+                for row in conn.execute(q):
+                    out[row.memory_id] = row_record(row)
+        return out
+
+    def list(
+        self,
+        tenant_id: str,
+        user_id: str | None,
+        filters: SearchFilters | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        newest_first: bool = False,
+    ) -> list[MemoryRecord]:
+        q = sa.select(memories).where(memories.c.tenant_id == tenant_id)
+        if user_id is not None:
+            q = q.where(memories.c.user_id == user_id)
+        if filters is not None:
+            q = q.where(*self._filter_clauses(filters))
+        q = q.order_by(memories.c.created_at.desc() if newest_first else memories.c.pk).offset(offset)
+        if limit is not None:
+            q = q.limit(limit)
+        with self.engine.connect() as conn:
+            return [row_record(r) for r in conn.execute(q)]
+
+    def find_owner(self, memory_id: str) -> tuple[str, str] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(memories.c.tenant_id, memories.c.user_id).where(memories.c.memory_id == memory_id)
+            ).first()
+        return None if row is None else (row[0], row[1])
+
+    def count(self, tenant_id: str | None = None, user_id: str | None = None, filters: SearchFilters | None = None) -> int:
+        q = sa.select(sa.func.count()).select_from(memories)
+        if tenant_id is not None:
+            q = q.where(memories.c.tenant_id == tenant_id)
+        if user_id is not None:
+            q = q.where(memories.c.user_id == user_id)
+        if filters is not None:
+            q = q.where(*self._filter_clauses(filters))
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar() or 0)
+
+    def keyword_search(
+        self, tenant_id: str, user_id: str, query: str, filters: SearchFilters, k: int
+    ) -> list[tuple[str, float]]:
+        """BM25 (SQLite FTS5) over the user's records; scores returned positive, higher is better."""
+        expr = fts_match_expression(tokenize(query))
+        if expr is None:
+            return []
+        score = sa.literal_column("bm25(memory_fts)")
+        fts = sa.table("memory_fts", sa.column("rowid"), sa.column("tokens"))
+        q = (
+            sa.select(memories.c.memory_id, score.label("score"))
+            .select_from(fts.join(memories, memories.c.pk == fts.c.rowid))
+            .where(sa.text("memory_fts MATCH :expr").bindparams(expr=expr))
+            .where(*self._scope(tenant_id, user_id), *self._filter_clauses(filters))
+            .order_by(score)
+            .limit(k)
+        )
+        with self.engine.connect() as conn:
+            return [(r[0], -float(r[1])) for r in conn.execute(q)]
+
+    def entity_search(
+        self, tenant_id: str, user_id: str, entities: Sequence[str], filters: SearchFilters, k: int
+    ) -> list[tuple[str, int]]:
+        """Records sharing exact (normalised) entities with the query, most shared first."""
+        if not entities:
+            return []
+        hits = sa.func.count(sa.distinct(entities_t.c.entity))
+        q = (
+            sa.select(memories.c.memory_id, hits.label("n"))
+            .select_from(entities_t.join(memories, memories.c.pk == entities_t.c.pk))
+            .where(
+                entities_t.c.tenant_id == tenant_id,
+                entities_t.c.user_id == user_id,
+                entities_t.c.entity.in_(list(entities)),
+                *self._filter_clauses(filters),
+            )
+            .group_by(memories.c.memory_id)
+            .order_by(hits.desc(), memories.c.created_at.desc())
+            .limit(k)
+        )
+        with self.engine.connect() as conn:
+            return [(r[0], int(r[1])) for r in conn.execute(q)]
+
+    # ---------------------------------------------------------------- vector-index outbox
+    def unindexed(self, limit: int = 1000) -> list[tuple[int, MemoryRecord]]:
+        q = sa.select(memories).where(memories.c.indexed == 0).order_by(memories.c.pk).limit(limit)
+        with self.engine.connect() as conn:
+            return [(r.pk, row_record(r)) for r in conn.execute(q)]
+
+    def mark_indexed(self, memory_ids: Sequence[str]) -> None:
+        ids = list(memory_ids)
+        with self.transaction() as conn:
+            for start in range(0, len(ids), 500):
+                conn.execute(
+                    memories.update().where(memories.c.memory_id.in_(ids[start:start + 500])).values(indexed=1)
+                )
+
+    def mark_all_unindexed(self, conn: Connection) -> None:
+        conn.execute(memories.update().values(indexed=0))
+
+    def iter_vectors(self, batch: int = 1000) -> Iterator[list[MemoryRecord]]:
+        """Active records in id order, for (re)building the vector index."""
+        last = 0
+        while True:
+            q = (
+                sa.select(memories)
+                .where(memories.c.pk > last, memories.c.status == Status.ACTIVE.value)
+                .order_by(memories.c.pk)
+                .limit(batch)
+            )
+            with self.engine.connect() as conn:
+                rows = list(conn.execute(q))
+            if not rows:
+                return
+            last = rows[-1].pk
+            yield [row_record(r) for r in rows]
+
+    def all_active_ids(self) -> set[str]:
+        with self.engine.connect() as conn:
+            return {r[0] for r in conn.execute(sa.select(memories.c.memory_id).where(memories.c.status == "active"))}
+
+    # ---------------------------------------------------------------- working window
+    def add_turn(self, conn: Connection, tenant_id: str, user_id: str, session_id: str, turn: Turn) -> int:
+        return int(
+            conn.execute(
+                turns_t.insert().values(
+                    tenant_id=tenant_id,
+                    user_id=user_id,
+                    session_id=session_id,
+                    user_text=turn.user,
+                    assistant_text=turn.assistant,
+                    created_at=_ts(turn.created_at),
+                    metadata=turn.metadata,
+                )
+            ).inserted_primary_key[0]
+        )
+
+    def turns(self, tenant_id: str, user_id: str, session_id: str, conn: Connection | None = None) -> list[Turn]:
+        q = (
+            sa.select(turns_t)
+            .where(turns_t.c.tenant_id == tenant_id, turns_t.c.user_id == user_id, turns_t.c.session_id == session_id)
+            .order_by(turns_t.c.pk)
+        )
+
+        def run(c: Connection) -> list[Turn]:
+            return [
+                Turn(r.user_text, r.assistant_text, _dt(r.created_at), dict(r.metadata or {}), r.pk)  # type: ignore[arg-type]
+                for r in c.execute(q)
+            ]
+
+        if conn is not None:
+            return run(conn)
+        with self.engine.connect() as c:
+            return run(c)
+
+    def session_ids(self, tenant_id: str, user_id: str) -> list[str]:
+        q = (
+            sa.select(turns_t.c.session_id)
+            .where(turns_t.c.tenant_id == tenant_id, turns_t.c.user_id == user_id)
+            .distinct()
+            .order_by(turns_t.c.session_id)
+        )
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(q)]
+
+    def drop_turns(self, conn: Connection, seqs: Sequence[int]) -> None:
+        conn.execute(turns_t.delete().where(turns_t.c.pk.in_(list(seqs))))
+
+    def clear_turns(self, conn: Connection, tenant_id: str, user_id: str, session_id: str | None = None) -> None:
+        q = turns_t.delete().where(turns_t.c.tenant_id == tenant_id, turns_t.c.user_id == user_id)
+        if session_id is not None:
+            q = q.where(turns_t.c.session_id == session_id)
+        conn.execute(q)
+
+    # ---------------------------------------------------------------- audit
+    def audit(
+        self,
+        conn: Connection,
+        action: str,
+        *,
+        tenant_id: str,
+        user_id: str | None,
+        memory_id: str | None = None,
+        actor: str = "api",
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        conn.execute(
+            audit_t.insert().values(
+                ts=time.time(),
+                tenant_id=tenant_id,
+                user_id=user_id,
+                memory_id=memory_id,
+                action=action,
+                actor=actor,
+                detail=json.loads(json.dumps(detail or {}, default=str)),
+            )
+        )
+
+    def audit_many(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            now = time.time()
+            conn.execute(audit_t.insert(), [{"ts": now, "actor": "api", "detail": {}, **r} for r in rows])
+
+    def audit_trail(self, tenant_id: str, memory_id: str) -> list[dict[str, Any]]:
+        q = (
+            sa.select(audit_t)
+            .where(audit_t.c.tenant_id == tenant_id, audit_t.c.memory_id == memory_id)
+            .order_by(audit_t.c.pk)
+        )
+        with self.engine.connect() as conn:
+            return [
+                {"ts": _dt(r.ts), "action": r.action, "actor": r.actor, "user_id": r.user_id, "detail": r.detail}
+                for r in conn.execute(q)
+            ]

@@ -1,0 +1,55 @@
+"""Multilingual tokenisation for keyword search: Latin words and numbers by regex, Chinese by jieba-rs."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+__all__ = ["tokenize", "normalize", "has_cjk", "STOPWORDS"]
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_SEGMENT = re.compile(rf"[{_CJK}]+|[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+
+STOPWORDS: frozenset[str] = frozenset(
+    """a an the and or but if of to in on at by for with from as is are was were be been being
+    am do does did have has had i me my we our you your he him his she her it its they them their
+    this that these those there here what which who whom whose when where why how not no so than
+    too very can could will would shall should may might must just also about into over after
+    before up down out off again then once all any both each few more most other some such own
+    same s t d ll m re ve y hey hi oh ok yeah yes really like got get
+    的 了 是 在 和 与 就 都 而 及 着 或 一个 没有 我们 你们 他们 这 那 啊 吗 呢 吧 呀 哦 也 很 还 把 被 让 给""".split()
+)
+
+
+def normalize(text: str) -> str:
+    """NFKC-fold (full-width digits and letters become ASCII) and lowercase."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def has_cjk(text: str) -> bool:
+    return re.search(f"[{_CJK}]", text) is not None
+
+
+@lru_cache(maxsize=1)
+def _jieba():  # type: ignore[no-untyped-def]
+    import rjieba
+
+    return rjieba
+
+
+def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Split text into search tokens. Chinese runs are segmented for search (overlapping words)."""
+    tokens: list[str] = []
+    for match in _SEGMENT.finditer(normalize(text)):
+        piece = match.group(0)
+        if _CJK_RUN.match(piece):
+            words = [w for w in _jieba().cut_for_search(piece) if w.strip()]
+            # single characters carry meaning in Chinese names and short words; keep them
+            tokens.extend(words or [piece])
+        else:
+            tokens.append(piece)
+    if keep_stopwords:
+        return tokens
+    return [t for t in tokens if t not in STOPWORDS]
