@@ -1,0 +1,155 @@
+"""Hook specifications: the whole manual of a portamem plugin.
+
+A plugin is any object or module with functions named like the hooks below, decorated with
+``portamem.hookimpl``, and registered through the ``portamem`` entry-point group::
+
+    [project.entry-points.portamem]
+    my_plugin = "my_package.my_module"
+
+Every hook receives keyword arguments only; a plugin may accept any subset of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .pipeline import Extraction, GuardVerdict, Redaction, TriggerVote, WriteContext
+    from .records import MemoryRecord, Turn
+
+__all__ = [
+    "hookspec",
+    "hookimpl",
+    "portamem_write_trigger",
+    "portamem_guard",
+    "portamem_redact",
+    "portamem_extract",
+    "portamem_score_importance",
+    "portamem_register_scorers",
+    "portamem_eviction_policy",
+    "portamem_register_eviction_policies",
+    "portamem_summarize_turns",
+]
+
+hookspec = pluggy.HookspecMarker("portamem")
+hookimpl = pluggy.HookimplMarker("portamem")
+
+
+@hookspec
+def portamem_write_trigger(text: str, context: WriteContext) -> TriggerVote | None:
+    """Vote on whether a turn's text should be written to long-term memory, and as what.
+
+    Called for every turn (``Memory.observe_turn``) and for working-window turns before they are
+    compressed. Every plugin votes (broadcast); the votes are combined by strength.
+
+    :param text: the user's message of the turn.
+    :param context: who wrote it (tenant, user, session, source) and the settings.
+    :return: a ``TriggerVote`` (remember or not, type, kind, strength 0..1, reason), or None to abstain.
+    """
+
+
+@hookspec
+def portamem_guard(record: MemoryRecord, context: WriteContext) -> GuardVerdict | None:
+    """Inspect a memory before it is stored; flag injection and poisoning attempts.
+
+    Called on every write, before redaction. Every guard runs (broadcast); the strictest verdict wins:
+    ``quarantine`` keeps the text out of long-term memory, ``pending`` stores it inactive until confirmed.
+
+    :param record: the memory about to be written (not yet stored; do not mutate).
+    :param context: who wrote it and the settings.
+    :return: a ``GuardVerdict`` (action and reason), or None to allow.
+    """
+
+
+@hookspec
+def portamem_redact(text: str, context: WriteContext) -> Sequence[Redaction] | None:
+    """Find personal data in text that must not be stored in clear.
+
+    Called on every write after the guard, for the content and summary. Every redactor runs (broadcast);
+    overlapping spans are resolved longest-first and each span is replaced by its typed placeholder.
+
+    :param text: the text to scan.
+    :param context: who wrote it and the settings.
+    :return: the spans to replace (``Redaction(start, end, kind, placeholder)``), or None.
+    """
+
+
+@hookspec(firstresult=True)
+def portamem_extract(text: str, context: WriteContext) -> Extraction | None:
+    """Structure a memory: entities, (subject, relation, object) triples and a summary.
+
+    Called on every write that did not bring its own entities. Stops at first non-None result.
+
+    :param text: the (redacted) memory content.
+    :param context: who wrote it and the settings.
+    :return: an ``Extraction``, or None to let the next extractor try.
+    """
+
+
+@hookspec(firstresult=True)
+def portamem_score_importance(record: MemoryRecord, context: WriteContext) -> int | None:
+    """Rate a memory on the 1-100 importance bands.
+
+    Bands: 1-20 transient state, 21-50 ordinary fact, 51-80 preference or profile,
+    81-100 identity and rules that must not be lost. Called when the caller gave no importance.
+    Stops at first non-None result.
+
+    :param record: the memory about to be written.
+    :param context: who wrote it and the settings.
+    :return: an integer band 1..100, or None to pass.
+    """
+
+
+@hookspec
+def portamem_register_scorers(register: Callable[[str, Callable[..., None]], None]) -> None:
+    """Offer retrieval scorers, each adding or changing named score components of candidates.
+
+    Called once when a ``Memory`` opens. Call ``register(name, scorer)`` for each scorer, where
+    ``scorer(query: str, candidates: list[Candidate], now: datetime) -> None`` sets
+    ``candidate.components[name]`` (0..1). A component counts in the final score with the weight
+    ``Settings.weights[name]`` (0 when unset).
+
+    :param register: the callback that records a scorer under a unique name.
+    """
+
+
+@hookspec(firstresult=True)
+def portamem_eviction_policy(
+    records: Sequence[MemoryRecord], now: datetime, settings: Settings
+) -> Sequence[str] | None:
+    """Choose which of a user's records to mark for eviction in a maintenance run.
+
+    Called once per user pool by ``Memory.maintain``. Stops at first non-None result; return None
+    to pass to the next policy (the built-in decay policy comes last).
+
+    :param records: the pool's active records.
+    :param now: the time of the run.
+    :param settings: the settings (grace period, half-lives, capacity).
+    :return: ids of records to mark for eviction, or None.
+    """
+
+
+@hookspec
+def portamem_register_eviction_policies(register: Callable[[str, Callable[..., Sequence[str]]], None]) -> None:
+    """Offer named eviction policies that ``Memory.maintain(policy=name)`` can run.
+
+    :param register: ``register(name, policy)`` with ``policy(records, now, settings) -> list[str]``.
+    """
+
+
+@hookspec(firstresult=True)
+def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> str | None:
+    """Compress turns leaving the working window into the text of one episodic memory.
+
+    Stops at first non-None result; the built-in extractive summariser comes last.
+
+    :param turns: the turns leaving the window, oldest first.
+    :param context: whose window it is and the settings.
+    :return: the episodic memory's text, or None to pass.
+    """
+

@@ -1,0 +1,72 @@
+"""Value types exchanged with write-path plugins (triggers, guards, redactors, extractors)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .config import Settings
+from .records import MemoryType, Source
+
+__all__ = ["WriteContext", "TriggerVote", "GuardVerdict", "Redaction", "Extraction", "GuardAction"]
+
+GuardAction = Literal["allow", "pending", "quarantine"]
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Who is writing, from where, under which settings."""
+
+    tenant_id: str
+    user_id: str
+    settings: Settings
+    session_id: str | None = None
+    agent_id: str | None = None
+    source: Source = Source.USER
+    #: the caller asked for this memory explicitly (an API call or "remember ...")
+    explicit: bool = True
+
+
+@dataclass(frozen=True)
+class TriggerVote:
+    """A write-trigger's vote on one turn."""
+
+    remember: bool
+    strength: float = 0.5
+    type: MemoryType = MemoryType.SEMANTIC
+    kind: str | None = None
+    reason: str = ""
+    #: the user stressed it ("remember that ..."): long-term at once, not only when seen twice
+    explicit: bool = False
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    """A guard's decision on one write. The strictest verdict of all guards applies."""
+
+    action: GuardAction
+    reason: str
+    guard: str = ""
+    score: float = 1.0
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """A span of text to replace with a typed placeholder such as ``[PHONE]``."""
+
+    start: int
+    end: int
+    kind: str
+    placeholder: str = ""
+
+    def label(self) -> str:
+        return self.placeholder or f"[{self.kind.upper()}]"
+
+
+@dataclass
+class Extraction:
+    """Structure found in a memory's text."""
+
+    entities: list[str] = field(default_factory=list)
+    triples: list[list[str]] = field(default_factory=list)
+    summary: str | None = None
