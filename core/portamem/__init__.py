@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from .config import Settings
-from .embeddings import Embedder, SentenceTransformerEmbedder, USEEmbedder, get_embedder
+from .embeddings import E5Embedder, Embedder, SentenceTransformerEmbedder, USEEmbedder, get_embedder
 from .errors import (
     ContentTooLongError,
     EmbeddingError,
@@ -19,6 +19,7 @@ from .errors import (
     ValidationError,
 )
 from .filters import SearchFilters
+from .hookspecs import hookimpl
 from .memory import Memory, MemoryDraft
 from .records import MemoryRecord, MemoryType, ScoreBreakdown, SearchHit, Source, Status, Trust, Turn
 
@@ -41,6 +42,7 @@ __all__ = [
     "Trust",
     "Turn",
     "Embedder",
+    "E5Embedder",
     "USEEmbedder",
     "SentenceTransformerEmbedder",
     "get_embedder",
@@ -54,5 +56,6 @@ __all__ = [
     "EmbeddingError",
     "ImportFormatError",
     "PluginError",
+    "hookimpl",
     "__version__",
 ]

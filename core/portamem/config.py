@@ -47,7 +47,7 @@ class Settings:
     partition_per_user: bool = True
     #: embedding model: a registered name (see ``portamem.embeddings.available_embedders``)
     #: or ``st:<path-or-name>`` for any sentence-transformers model
-    embedder: str = "use-multilingual-v3"
+    embedder: str = "multilingual-e5-small-q4"
     tenant_id: str = "default"
     max_content_chars: int = 8000
     max_id_chars: int = 256
@@ -62,7 +62,15 @@ class Settings:
     #: hits with a lower final score are dropped
     min_score: float = 0.0
     half_lives: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
+    #: a new memory with cosine >= dedupe_threshold to one of the user's memories bumps its frequency
+    dedupe: bool = True
     dedupe_threshold: float = 0.92
+    #: run the write-triggers on every turn and keep what they vote for
+    auto_capture: bool = True
+    #: a trigger vote must be at least this strong to capture a turn
+    trigger_threshold: float = 0.5
+    #: decay eviction marks records whose retained value falls below this
+    evict_below: float = 0.05
     grace_days: float = 7.0
     pool_capacity: int = 5000
     #: reindex automatically on open when the embedder changed (else raise)

@@ -110,9 +110,10 @@ def portamem_register_scorers(register: Callable[[str, Callable[..., None]], Non
     """Offer retrieval scorers, each adding or changing named score components of candidates.
 
     Called once when a ``Memory`` opens. Call ``register(name, scorer)`` for each scorer, where
-    ``scorer(query: str, candidates: list[Candidate], now: datetime) -> None`` sets
-    ``candidate.components[name]`` (0..1). A component counts in the final score with the weight
-    ``Settings.weights[name]`` (0 when unset).
+    ``scorer(query: str, candidates: list[Candidate], now: datetime, settings: Settings) -> None``
+    sets ``candidate.components[...]`` (each 0..1; ``candidate.record`` is the stored record). A
+    component counts in the final score with the weight ``Settings.weights[component]`` (0 when unset).
+    The built-in ``hybrid_scoring`` plugin adds ``recency`` and ``importance`` this way.
 
     :param register: the callback that records a scorer under a unique name.
     """

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import IO, Any, Callable, TypeVar
 
 import numpy as np
+import pluggy
 
 from .config import Settings
 from .embeddings import Embedder, get_embedder
-from .entities import extract_entities
 from .errors import (
     ContentTooLongError,
     EmbeddingModelMismatchError,
@@ -40,15 +40,17 @@ from .records import (
     utcnow,
 )
 from .retrieval import Retriever
+from .lifecycle import MaintenanceReport, maintain
+from .pipeline import WriteContext
+from .plugins import Hooks, get_plugin_manager
+from .portable import export_jsonl, import_jsonl
 from .store import RecordStore
 from .vectors import MilvusVectorIndex
 
-__all__ = ["Memory", "MemoryDraft", "EXPORT_FORMAT"]
+__all__ = ["Memory", "MemoryDraft"]
 
 log = logging.getLogger(__name__)
 
-EXPORT_FORMAT = "portamem-export"
-EXPORT_VERSION = 1
 _T = TypeVar("_T")
 ProgressFactory = Callable[[int, str], Any]
 
@@ -99,14 +101,18 @@ class Memory:
         settings: Settings | None = None,
         embedder: Embedder | None = None,
         tenant_id: str | None = None,
+        plugins: pluggy.PluginManager | None = None,
         progress: ProgressFactory | None = None,
     ) -> None:
+        """Open (or create) a store. ``plugins`` defaults to the built-ins plus installed entry points."""
         settings = settings or Settings.load()
         if path is not None:
             settings = settings.replace(path=str(path))
         self.settings = settings
         self.tenant_id = self._check_id("tenant_id", tenant_id or settings.tenant_id)
         self.embedder = embedder or get_embedder(settings.embedder)
+        self.plugins = plugins if plugins is not None else get_plugin_manager()
+        self.hooks = Hooks(self.plugins)
         self.store = RecordStore(settings.resolved_db_url)
         try:
             self.index = MilvusVectorIndex(
@@ -122,6 +128,8 @@ class Memory:
         self.retriever = Retriever(self.store, self.index, self._embed_query)
         self._lock = threading.RLock()
         self._indexed_pending: list[str] = []
+        #: duplicate record (by id()) -> the record it was merged into, during one write
+        self._replaced: dict[int, MemoryRecord] = {}
         self._closed = False
         try:
             self._reconcile(progress)
@@ -231,7 +239,7 @@ class Memory:
             type=mtype,
             kind=kind,
             summary=draft.summary,
-            entities=list(draft.entities) if draft.entities is not None else extract_entities(content),
+            entities=list(draft.entities or []),
             importance=importance,
             importance_band=importance_band(importance),
             half_life_days=half_life,
@@ -419,23 +427,125 @@ class Memory:
                     raise ValidationError(f"bad memory fields: {exc}") from exc
             else:
                 raise ValidationError(f"each memory must be a MemoryDraft, mapping or string, got {type(d).__name__}")
+        return self._write(items, user_id=user_id, tenant_id=tenant_id, explicit=True)
+
+    def _write(
+        self, items: Sequence[MemoryDraft], *, user_id: str, tenant_id: str, explicit: bool
+    ) -> list[MemoryRecord]:
+        """The write path: guard, redact, structure, score, embed, dedupe, then store + index + audit."""
         records = [self._build_record(d, user_id=user_id, tenant_id=tenant_id) for d in items]
+        for draft, record in zip(items, records):
+            self._prepare(draft, record, explicit=explicit)
         if not records:
             return []
         self._attach_embeddings(records)
         with self._lock:
+            new, merged = self._dedupe(records)
             with self.store.transaction() as conn:
-                self.store.insert(conn, records)
+                self.store.insert(conn, new)
+                for existing, duplicate in merged:
+                    self.store.update_fields(
+                        conn, [existing.memory_id], reindex=True,
+                        frequency=existing.frequency, importance=existing.importance,
+                        importance_band=existing.importance_band, type=existing.type.value,
+                        kind=existing.kind, half_life_days=existing.half_life_days,
+                        updated_at=existing.updated_at.timestamp(), metadata=existing.metadata,
+                    )
                 self.store.audit_many(
                     conn,
-                    [
-                        {"action": "save", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
-                         "detail": {"type": r.type.value, "source": r.source.value, "session_id": r.session_id}}
-                        for r in records
-                    ],
+                    [{"action": "save", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
+                      "detail": {"type": r.type.value, "source": r.source.value, "session_id": r.session_id,
+                                 "status": r.status.value, **({"guard": r.metadata["guard"]} if "guard" in r.metadata else {})}}
+                     for r in new]
+                    + [{"action": "dedupe", "tenant_id": e.tenant_id, "user_id": e.user_id, "memory_id": e.memory_id,
+                        "detail": {"frequency": e.frequency, "session_id": d.session_id, "source": d.source.value}}
+                       for e, d in merged],
                 )
-            self._index_records(records)
-        return records
+            self._index_records(new + [e for e, _ in merged])
+        out = [self._replaced.pop(id(r), r) for r in records]
+        return out
+
+    def _context(self, record: MemoryRecord, *, explicit: bool) -> WriteContext:
+        return WriteContext(
+            tenant_id=record.tenant_id, user_id=record.user_id, settings=self.settings,
+            session_id=record.session_id, agent_id=record.agent_id, source=record.source, explicit=explicit,
+        )
+
+    def _prepare(self, draft: MemoryDraft, record: MemoryRecord, *, explicit: bool) -> None:
+        ctx = self._context(record, explicit=explicit)
+        # the guard sees the text as written (encoded payloads included), before redaction
+        verdict = self.hooks.guard(record, ctx)
+        if verdict.action != "allow":
+            record.status = Status.QUARANTINED if verdict.action == "quarantine" else Status.PENDING
+            record.metadata["guard"] = {"action": verdict.action, "reason": verdict.reason, "guard": verdict.guard}
+        record.content, spans = self.hooks.redact(record.content, ctx)
+        if record.summary:
+            record.summary, more = self.hooks.redact(record.summary, ctx)
+            spans += more
+        if spans:
+            record.metadata["redactions"] = sorted({r.kind for r in spans})
+        if draft.entities is None:
+            extraction = self.hooks.extract(record.content, ctx)
+            if extraction is not None:
+                record.entities = list(dict.fromkeys(extraction.entities))
+                record.triples = [list(t) for t in extraction.triples]
+                if record.summary is None:
+                    record.summary = extraction.summary
+                if draft.kind is None and extraction.kind in self.settings.half_lives:
+                    record.kind = extraction.kind
+                    if draft.half_life_days is None and record.type is not MemoryType.WORKING:
+                        record.half_life_days = self.settings.half_lives[extraction.kind]
+        if draft.importance is None:
+            band = self.hooks.score_importance(record, ctx)
+            if band is not None:
+                record.importance = band / 100.0
+                record.importance_band = band
+
+    def _dedupe(
+        self, records: Sequence[MemoryRecord]
+    ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord]]]:
+        """Split into new records and (existing, duplicate) pairs: cosine >= threshold bumps frequency."""
+        threshold = self.settings.dedupe_threshold
+        new: list[MemoryRecord] = []
+        merged: list[tuple[MemoryRecord, MemoryRecord]] = []
+        candidates = [r for r in records if r.status is Status.ACTIVE]
+        nearest = self.index.nearest(candidates) if self.settings.dedupe and candidates else {}
+        stored = self.store.get(
+            candidates[0].tenant_id, candidates[0].user_id, [h.memory_id for h in nearest.values()]
+        ) if nearest else {}
+        for record in records:
+            target: MemoryRecord | None = None
+            if record.status is Status.ACTIVE and self.settings.dedupe:
+                hit = nearest.get(record.memory_id)
+                if hit is not None and hit.score >= threshold and hit.memory_id in stored:
+                    target = stored[hit.memory_id]
+                else:  # a duplicate earlier in the same batch
+                    vec = np.asarray(record.embedding, dtype=np.float32)
+                    target = next(
+                        (o for o in new if o.status is Status.ACTIVE
+                         and float(np.dot(vec, np.asarray(o.embedding, dtype=np.float32))) >= threshold),
+                        None,
+                    )
+            if target is None:
+                new.append(record)
+                continue
+            self._merge_into(target, record)
+            if not any(target is o for o in new):
+                merged.append((target, record))
+            self._replaced[id(record)] = target
+        return new, merged
+
+    def _merge_into(self, existing: MemoryRecord, duplicate: MemoryRecord) -> None:
+        existing.frequency += 1
+        existing.updated_at = utcnow()
+        if duplicate.importance > existing.importance:
+            existing.importance, existing.importance_band = duplicate.importance, duplicate.importance_band
+        promote = existing.metadata.pop("promote_to", None)
+        # a working-memory candidate seen a second time becomes long-term memory
+        if existing.type is MemoryType.WORKING and (promote or duplicate.type is not MemoryType.WORKING):
+            existing.type = MemoryType(promote or duplicate.type.value)
+            if existing.kind in self.settings.half_lives:
+                existing.half_life_days = self.settings.half_lives[existing.kind]
 
     # ------------------------------------------------------------------ read
     def search_memory(
@@ -472,9 +582,10 @@ class Memory:
             user_id=user_id,
             weights=s.weights,
             now=now,
-            recency_lambda=s.recency_lambda,
             top_k=k,
             min_score=s.min_score,
+            scorers=list(self.hooks.scorers().values()),
+            settings=s,
         )
 
     def get_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
@@ -524,25 +635,62 @@ class Memory:
     ) -> list[str]:
         """Soft-delete memories: they leave search at once and are purged after the grace period."""
         self._check_open()
+        if not isinstance(memory_ids, (str, list, tuple)):
+            raise ValidationError(f"memory ids must be a string or a list of strings, got {type(memory_ids).__name__}")
         ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
         user_id = self._check_id("user_id", user_id)
         tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
         with self._lock:
-            found = self._owned(ids, user_id, tenant_id)
-            now = utcnow()
-            changed = [m for m, r in found.items() if r.status is not Status.DELETED]
-            with self.store.transaction() as conn:
-                self.store.update_fields(
-                    conn, changed, reindex=True, status=Status.DELETED.value,
-                    deleted_at=now.timestamp(), updated_at=now.timestamp(),
-                )
-                self.store.audit_many(
-                    conn,
-                    [{"action": "forget", "tenant_id": tenant_id, "user_id": user_id, "memory_id": m,
-                      "detail": {"previous_status": found[m].status.value}} for m in changed],
-                )
-            self._index_records([], deleted=changed)
+            self._owned(ids, user_id, tenant_id)
+            return self._soft_delete(ids, user_id=user_id, tenant_id=tenant_id, action="forget", actor="api")
+
+    def _soft_delete(
+        self, ids: Sequence[str], *, user_id: str, tenant_id: str, action: str, actor: str,
+        now: datetime | None = None, superseded_by: str | None = None,
+    ) -> list[str]:
+        found = self.store.get(tenant_id, user_id, ids)
+        now = now or utcnow()
+        changed = [m for m, r in found.items() if r.status is not Status.DELETED]
+        extra = {} if superseded_by is None else {"superseded_by": superseded_by}
+        with self.store.transaction() as conn:
+            self.store.update_fields(
+                conn, changed, reindex=True, status=Status.DELETED.value,
+                deleted_at=now.timestamp(), updated_at=now.timestamp(), **extra,
+            )
+            self.store.audit_many(
+                conn,
+                [{"action": action, "actor": actor, "tenant_id": tenant_id, "user_id": user_id, "memory_id": m,
+                  "detail": {"previous_status": found[m].status.value, **extra}} for m in changed],
+            )
+        self._index_records([], deleted=changed)
         return changed
+
+    def _absorb(self, keep: MemoryRecord, merged: Sequence[MemoryRecord], *, now: datetime) -> None:
+        """Consolidate: ``keep`` takes the others' frequency, accesses and top importance; they are retired."""
+        keep.frequency += sum(m.frequency for m in merged)
+        keep.access_count += sum(m.access_count for m in merged)
+        top = max([keep, *merged], key=lambda r: r.importance)
+        keep.importance, keep.importance_band = top.importance, top.importance_band
+        keep.updated_at = now
+        with self.store.transaction() as conn:
+            self.store.update_fields(
+                conn, [keep.memory_id], reindex=True, frequency=keep.frequency, access_count=keep.access_count,
+                importance=keep.importance, importance_band=keep.importance_band, updated_at=now.timestamp(),
+            )
+            self.store.audit(conn, "consolidate", tenant_id=keep.tenant_id, user_id=keep.user_id,
+                             memory_id=keep.memory_id, actor="maintain",
+                             detail={"merged": [m.memory_id for m in merged]})
+        self._index_records([keep])
+        self._soft_delete([m.memory_id for m in merged], user_id=keep.user_id, tenant_id=keep.tenant_id,
+                          action="consolidate", actor="maintain", now=now, superseded_by=keep.memory_id)
+
+    def maintain(self, *, now: datetime | None = None, policy: str | None = None,
+                 tenant_id: str | None = None) -> MaintenanceReport:
+        """Evict decayed memories (marked, restorable), purge those past the grace period, consolidate."""
+        self._check_open()
+        with self._lock:
+            return maintain(self, now=now, policy=policy,
+                            tenant_id=self._check_id("tenant_id", tenant_id or self.tenant_id))
 
     def restore_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
         """Undo ``forget_memory`` while the record has not been purged yet."""
@@ -566,12 +714,14 @@ class Memory:
             self._index_records([record])
         return record
 
-    def purge_deleted(self, *, older_than: timedelta | None = None, tenant_id: str | None = None) -> int:
+    def purge_deleted(
+        self, *, older_than: timedelta | None = None, tenant_id: str | None = None, now: datetime | None = None
+    ) -> int:
         """Hard-delete soft-deleted records whose grace period has passed."""
         self._check_open()
         tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
         grace = older_than if older_than is not None else timedelta(days=self.settings.grace_days)
-        cutoff = (utcnow() - grace).timestamp()
+        cutoff = ((now or utcnow()) - grace).timestamp()
         with self._lock:
             victims = [
                 r for r in self.store.list(tenant_id, None, SearchFilters(statuses=(Status.DELETED,)))
@@ -632,9 +782,11 @@ class Memory:
         tenant_id: str | None = None,
         created_at: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """Append a turn (a user message plus the reply) to the window.
+        """Append a turn (a user message plus the reply) to the working window.
 
-        Turns pushed out of the window are compressed into episodic memories, returned here.
+        Turns pushed out of the window are compressed into one episodic memory, and the write-triggers
+        decide whether the user's message is worth keeping (``Settings.auto_capture``). Returns the
+        memories written.
         """
         self._check_open()
         user_id = self._check_id("user_id", user_id)
@@ -655,42 +807,74 @@ class Memory:
         with self._lock:
             window = self.store.turns(tenant_id, user_id, session_id)
             overflow = len(window) + 1 - self.settings.window_turns
-            evicted = window[: max(0, overflow)]
-            if overflow > len(window):  # window size 0: the new turn leaves at once
-                evicted = [*window, turn]
-            episodes = [self._episode(t, user_id, tenant_id, session_id) for t in evicted]
+            evicted = [*window, turn] if overflow > len(window) else window[: max(0, overflow)]
+            episode = self._episode(evicted, user_id, tenant_id, session_id) if evicted else None
+            episodes = [episode] if episode is not None else []
             self._attach_embeddings(episodes)
             with self.store.transaction() as conn:
-                if turn not in evicted:
+                if not any(t is turn for t in evicted):
                     self.store.add_turn(conn, tenant_id, user_id, session_id, turn)
                 self.store.drop_turns(conn, [t.seq for t in evicted if t.seq])
                 self.store.insert(conn, episodes)
                 self.store.audit_many(
                     conn,
-                    [{"action": "compress_turn", "tenant_id": tenant_id, "user_id": user_id,
-                      "memory_id": e.memory_id, "detail": {"session_id": session_id}} for e in episodes],
+                    [{"action": "compress_turns", "tenant_id": tenant_id, "user_id": user_id,
+                      "memory_id": e.memory_id, "detail": {"session_id": session_id, "turns": len(evicted)}}
+                     for e in episodes],
                 )
             self._index_records(episodes)
-        return episodes
+        captured = self._capture(turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
+        return episodes + captured
 
-    def _episode(self, turn: Turn, user_id: str, tenant_id: str, session_id: str) -> MemoryRecord:
-        parts = []
-        if turn.user.strip():
-            parts.append(f"User: {turn.user.strip()}")
-        if turn.assistant.strip():
-            parts.append(f"Assistant: {turn.assistant.strip()}")
-        content = "\n".join(parts)[: self.settings.max_content_chars]
+    def _capture(self, turn: Turn, *, user_id: str, tenant_id: str, session_id: str) -> list[MemoryRecord]:
+        """Run the write-triggers on the user's message; keep what they vote for.
+
+        A vote the user stressed ("remember that ...") goes to long-term memory at once; any other goes
+        to working memory as a candidate that becomes long-term when it is seen a second time.
+        """
+        if not self.settings.auto_capture or not turn.user.strip():
+            return []
+        ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings,
+                           session_id=session_id, source=Source.USER, explicit=False)
+        votes = self.hooks.trigger_votes(turn.user, ctx)
+        yes = [v for _, v in votes if v.remember]
+        no = max((v.strength for _, v in votes if not v.remember), default=0.0)
+        if not yes:
+            return []
+        best = max(yes, key=lambda v: v.strength)
+        if best.strength < self.settings.trigger_threshold or best.strength <= no:
+            return []
+        explicit = any(v.explicit for v in yes)
         draft = MemoryDraft(
-            content=content,
+            content=turn.user.strip()[: self.settings.max_content_chars],
+            type=best.type if explicit else MemoryType.WORKING,
+            kind=best.kind if best.kind in self.settings.half_lives else None,
+            session_id=session_id,
+            created_at=turn.created_at,
+            half_life_days=None if explicit else self.settings.half_lives["task"],
+            metadata={"trigger": best.reason, **({} if explicit else {"promote_to": best.type.value})},
+        )
+        return self._write([draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit)
+
+    def _episode(self, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> MemoryRecord | None:
+        ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings,
+                           session_id=session_id, source=Source.USER, explicit=False)
+        text = (self.hooks.summarize_turns(turns, ctx) or "").strip()[: self.settings.max_content_chars]
+        if not text:
+            return None
+        draft = MemoryDraft(
+            content=text,
             type=MemoryType.EPISODIC,
             source=Source.USER,
             session_id=session_id,
             kind="episodic",
-            created_at=turn.created_at,
-            entities=extract_entities(turn.user),
-            metadata={"turn": {"user": turn.user, "assistant": turn.assistant, "metadata": turn.metadata}},
+            created_at=turns[0].created_at,
+            metadata={"turns": [{"user": t.user, "assistant": t.assistant, "created_at": t.created_at.isoformat(),
+                                 "metadata": t.metadata} for t in turns]},
         )
-        return self._build_record(draft, user_id=user_id, tenant_id=tenant_id)
+        record = self._build_record(draft, user_id=user_id, tenant_id=tenant_id)
+        self._prepare(draft, record, explicit=False)
+        return record
 
     def context(self, *, user_id: str, session_id: str = "default", tenant_id: str | None = None) -> list[Turn]:
         """The turns currently in the working window, oldest first."""
@@ -718,39 +902,8 @@ class Memory:
         tenant_id: str | None = None,
     ) -> int:
         """Write memories (one user's, or the tenant's) and their working windows as JSON lines."""
-        self._check_open()
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
-        if user_id is not None:
-            user_id = self._check_id("user_id", user_id)
-        if isinstance(fp, (str, Path)):
-            with open(fp, "w", encoding="utf-8") as handle:
-                return self.export(handle, user_id=user_id, include_embeddings=include_embeddings,
-                                   include_deleted=include_deleted, tenant_id=tenant_id)
-        statuses = tuple(Status) if include_deleted else (Status.ACTIVE, Status.PENDING, Status.QUARANTINED)
-        records = self.store.list(tenant_id, user_id, SearchFilters(statuses=statuses))
-        header = {
-            "format": EXPORT_FORMAT,
-            "version": EXPORT_VERSION,
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "embedding_model": self.embedder.name,
-            "embedding_dim": self.embedder.dim,
-            "exported_at": utcnow().isoformat(),
-            "records": len(records),
-        }
-        fp.write(json.dumps(header, ensure_ascii=False) + "\n")
-        sessions: set[tuple[str, str]] = set()
-        for r in records:
-            fp.write(json.dumps({"record": r.to_dict(include_embedding=include_embeddings)}, ensure_ascii=False) + "\n")
-            sessions.add((r.user_id, r.session_id or "default"))
-        for uid in sorted({u for u, _ in sessions} | ({user_id} if user_id else set())):
-            for sid in self.store.session_ids(tenant_id, uid):
-                for t in self.store.turns(tenant_id, uid, sid):
-                    fp.write(json.dumps({"turn": {
-                        "tenant_id": tenant_id, "user_id": uid, "session_id": sid, "user": t.user,
-                        "assistant": t.assistant, "created_at": t.created_at.isoformat(), "metadata": t.metadata,
-                    }}, ensure_ascii=False) + "\n")
-        return len(records)
+        return export_jsonl(self, fp, user_id=user_id, include_embeddings=include_embeddings,
+                            include_deleted=include_deleted, tenant_id=tenant_id)
 
     def import_(
         self,
@@ -760,105 +913,11 @@ class Memory:
         on_conflict: str = "error",
         progress: ProgressFactory | None = None,
     ) -> int:
-        """Read an export back (all or nothing). Vectors of another model are recomputed with this one.
+        """Read an export back, all or nothing; vectors of another model are recomputed with this one.
 
         ``on_conflict``: ``"error"`` (an id already here aborts the import), ``"skip"`` or ``"replace"``.
         """
-        self._check_open()
-        if on_conflict not in {"error", "skip", "replace"}:
-            raise ValidationError("on_conflict must be 'error', 'skip' or 'replace'")
-        if isinstance(fp, (str, Path)):
-            try:
-                with open(fp, encoding="utf-8") as handle:
-                    return self.import_(handle, tenant_id=tenant_id, on_conflict=on_conflict, progress=progress)
-            except OSError as exc:
-                raise ImportFormatError(f"cannot read {fp}: {exc}") from exc
-        records, turns = self._parse_export(fp, tenant_id)
-        with self._lock:
-            existing = {r.memory_id for r in records if self.store.find_owner(r.memory_id) is not None}
-            if existing and on_conflict == "error":
-                raise ImportFormatError(
-                    f"{len(existing)} memory ids already exist (e.g. {sorted(existing)[0]}); "
-                    "use on_conflict='skip' or 'replace'"
-                )
-            if on_conflict == "skip":
-                records = [r for r in records if r.memory_id not in existing]
-            bar = progress(len(records), "import") if progress else None
-            for start in range(0, len(records), 256):
-                self._attach_embeddings(records[start:start + 256])
-                if bar is not None:
-                    bar.update(len(records[start:start + 256]))
-            if bar is not None:
-                bar.close()
-            with self.store.transaction() as conn:
-                if on_conflict == "replace" and existing:
-                    self.store.purge(conn, sorted(existing))
-                self.store.insert(conn, records)
-                for scope, turn in turns:
-                    self.store.add_turn(conn, *scope, turn)
-                self.store.audit_many(
-                    conn,
-                    [{"action": "import", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id}
-                     for r in records],
-                )
-            if existing and on_conflict == "replace":
-                self.index.delete(sorted(existing))
-            self._index_records(records)
-        return len(records)
-
-    def _parse_export(
-        self, fp: IO[str], tenant_id: str | None
-    ) -> tuple[list[MemoryRecord], list[tuple[tuple[str, str, str], Turn]]]:
-        records: list[MemoryRecord] = []
-        turns: list[tuple[tuple[str, str, str], Turn]] = []
-        header: dict[str, Any] | None = None
-        for lineno, line in enumerate(fp, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(f"line {lineno}: not JSON ({exc.msg}); nothing was imported") from exc
-            if header is None:
-                if not isinstance(obj, dict) or obj.get("format") != EXPORT_FORMAT:
-                    raise ImportFormatError(f"line 1 is not a {EXPORT_FORMAT} header; nothing was imported")
-                if obj.get("version") != EXPORT_VERSION:
-                    raise ImportFormatError(f"export version {obj.get('version')} is not supported")
-                header = obj
-                continue
-            try:
-                if "record" in obj:
-                    data = dict(obj["record"])
-                    if tenant_id is not None:
-                        data["tenant_id"] = tenant_id
-                    rec = MemoryRecord.from_dict(data)
-                    self._check_id("user_id", rec.user_id)
-                    self._check_id("tenant_id", rec.tenant_id)
-                    self._check_id("memory_id", rec.memory_id)
-                    self._check_content(rec.content)
-                    if rec.embedding is not None and rec.embedding_model == self.embedder.name:
-                        if len(rec.embedding) != self.embedder.dim:
-                            raise ValueError(f"embedding has {len(rec.embedding)} dimensions, not {self.embedder.dim}")
-                    else:
-                        rec.embedding = None  # another model's vector: recomputed with ours
-                    records.append(rec)
-                elif "turn" in obj:
-                    t = obj["turn"]
-                    scope = (tenant_id or t["tenant_id"], t["user_id"], t["session_id"])
-                    for name, value in zip(("tenant_id", "user_id", "session_id"), scope):
-                        self._check_id(name, value)
-                    turns.append((scope, Turn(t["user"], t["assistant"],
-                                              datetime.fromisoformat(t["created_at"]), dict(t["metadata"]))))
-                else:
-                    raise ValueError("expected a 'record' or a 'turn' object")
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise ImportFormatError(f"line {lineno}: {exc}; nothing was imported") from exc
-        if header is None:
-            raise ImportFormatError("empty export file; nothing was imported")
-        ids = [r.memory_id for r in records]
-        if len(set(ids)) != len(ids):
-            raise ImportFormatError("the file repeats a memory id; nothing was imported")
-        return records, turns
+        return import_jsonl(self, fp, tenant_id=tenant_id, on_conflict=on_conflict, progress=progress)
 
     # ------------------------------------------------------------------ async twins
     asave_memory = _async_twin(save_memory)
@@ -874,3 +933,4 @@ class Memory:
     aexport = _async_twin(export)
     aimport = _async_twin(import_)
     areindex = _async_twin(reindex)
+    amaintain = _async_twin(maintain)

@@ -70,3 +70,5 @@ class Extraction:
     entities: list[str] = field(default_factory=list)
     triples: list[list[str]] = field(default_factory=list)
     summary: str | None = None
+    #: identity, preference, fact, episodic or task: chooses the half-life when the caller gave none
+    kind: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,8 +28,9 @@ class Candidate:
     record: MemoryRecord | None = None
 
 
-#: adds or changes named components of each candidate (a retrieval-scorer plugin)
-ComponentScorer = Callable[[str, list[Candidate], datetime], None]
+#: adds or changes named components of each candidate (a retrieval-scorer plugin):
+#: scorer(query, candidates, now, settings)
+ComponentScorer = Callable[[str, list[Candidate], datetime, Any], None]
 
 
 def recency_score(created_at: datetime, now: datetime, lam: float) -> float:
@@ -104,10 +105,10 @@ class Retriever:
         user_id: str,
         weights: Mapping[str, float],
         now: datetime,
-        recency_lambda: float,
         top_k: int,
         min_score: float = 0.0,
         scorers: Sequence[ComponentScorer] = (),
+        settings: Any = None,
         trust_factor: Mapping[Trust, float] | None = None,
     ) -> list[SearchHit]:
         # the store re-checks tenant, user and status: the index is never trusted for isolation
@@ -121,11 +122,9 @@ class Retriever:
             # an exact entity match is keyword evidence: keep whichever is stronger
             cand.components["keyword"] = max(cand.components.get("keyword", 0.0), cand.components.pop("entity", 0.0))
             cand.components.setdefault("vector", 0.0)
-            cand.components["recency"] = recency_score(record.created_at, now, recency_lambda)
-            cand.components["importance"] = float(record.importance)
             live.append(cand)
         for scorer in scorers:
-            scorer(query, live, now)
+            scorer(query, live, now, settings)
         hits = []
         for cand in live:
             assert cand.record is not None

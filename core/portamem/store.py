@@ -493,6 +493,11 @@ class RecordStore:
             last = rows[-1].pk
             yield [row_record(r) for r in rows]
 
+    def user_ids(self, tenant_id: str) -> list[str]:
+        q = sa.select(memories.c.user_id).where(memories.c.tenant_id == tenant_id).distinct().order_by(memories.c.user_id)
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(q)]
+
     def all_active_ids(self) -> set[str]:
         with self.engine.connect() as conn:
             return {r[0] for r in conn.execute(sa.select(memories.c.memory_id).where(memories.c.status == "active"))}

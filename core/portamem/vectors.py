@@ -217,6 +217,32 @@ class MilvusVectorIndex:
             )
         return [VectorHit(str(h["id"]), float(h["distance"])) for h in result[0]]
 
+    def nearest(self, records: Sequence[MemoryRecord]) -> dict[str, VectorHit]:
+        """For each record (by id), its nearest active neighbour in the same tenant+user, in one call per scope."""
+        by_scope: dict[int, list[MemoryRecord]] = {}
+        for r in records:
+            by_scope.setdefault(scope_key(r.tenant_id, r.user_id), []).append(r)
+        out: dict[str, VectorHit] = {}
+        for key, group in by_scope.items():
+            partition = self._partition(key)
+            if partition not in self._partitions:
+                continue
+            with self._lock:
+                result = self.client.search(
+                    self.name,
+                    data=[[float(x) for x in r.embedding or ()] for r in group],
+                    anns_field="vec",
+                    limit=1,
+                    filter=f"scope == {int(key)}",
+                    partition_names=[partition],
+                    search_params={"metric_type": "COSINE"},
+                    output_fields=[],
+                )
+            for r, hits in zip(group, result):
+                if hits:
+                    out[r.memory_id] = VectorHit(str(hits[0]["id"]), float(hits[0]["distance"]))
+        return out
+
     @staticmethod
     def _expression(key: int, f: SearchFilters) -> str:
         # every operand is an int or float produced here, never caller text

@@ -1,0 +1,187 @@
+"""Chat messages in a framework-neutral form, and how a stream of them folds into working-window turns."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .errors import ValidationError
+from .records import Turn, from_iso, to_iso
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+__all__ = [
+    "Message",
+    "ROLES",
+    "split_turns",
+    "turn_messages",
+    "add_messages",
+    "aadd_messages",
+    "window_messages",
+    "awindow_messages",
+]
+
+ROLES = ("user", "assistant", "system", "tool")
+
+#: key of a turn's metadata that holds the messages it was folded from
+MESSAGES_KEY = "messages"
+
+#: text of a turn whose messages carry no text at all (images only, say)
+NO_TEXT = "[no text]"
+
+
+@dataclass
+class Message:
+    """One chat message as every adapter sees it.
+
+    ``native`` keeps the framework's own JSON form so that framework rebuilds the message exactly
+    (content blocks, ids, timestamps); any other framework rebuilds it from the neutral fields.
+    """
+
+    role: str
+    text: str = ""
+    name: str | None = None
+    id: str | None = None
+    created_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: an assistant message that asks for tools: the turn goes on until the final reply
+    calls_tools: bool = False
+    framework: str | None = None
+    native: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValidationError(f"message role must be one of {list(ROLES)}, got {self.role!r}")
+        if not isinstance(self.text, str):
+            raise ValidationError(f"message text must be a string, got {type(self.text).__name__}")
+
+    @property
+    def ends_turn(self) -> bool:
+        return self.role == "assistant" and not self.calls_tools
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["created_at"] = to_iso(self.created_at)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        kw["created_at"] = from_iso(kw.get("created_at"))
+        return cls(**kw)
+
+
+def split_turns(messages: Iterable[Message]) -> tuple[list[list[Message]], list[Message]]:
+    """Group messages into turns, each closed by a final assistant reply; return them and the open rest."""
+    turns: list[list[Message]] = []
+    current: list[Message] = []
+    for message in messages:
+        current.append(message)
+        if message.ends_turn:
+            turns.append(current)
+            current = []
+    return turns, current
+
+
+def _turn_texts(messages: Sequence[Message]) -> tuple[str, str]:
+    user = "\n".join(m.text for m in messages if m.role == "user" and m.text.strip())
+    replies = [m.text for m in messages if m.role == "assistant" and m.text.strip()]
+    final = messages[-1].text if messages and messages[-1].ends_turn and messages[-1].text.strip() else ""
+    assistant = final or "\n".join(replies)
+    if not (user.strip() or assistant.strip()):
+        assistant = NO_TEXT
+    return user, assistant
+
+
+def turn_messages(turn: Turn) -> list[Message]:
+    """The messages a turn was folded from, or a user and an assistant message rebuilt from its text."""
+    stored = turn.metadata.get(MESSAGES_KEY)
+    if isinstance(stored, list) and stored:
+        return [Message.from_dict(m) for m in stored]
+    out = []
+    if turn.user.strip():
+        out.append(Message("user", turn.user, created_at=turn.created_at))
+    if turn.assistant.strip():
+        out.append(Message("assistant", turn.assistant, created_at=turn.created_at))
+    return out
+
+
+def _check_messages(messages: Iterable[Message]) -> list[Message]:
+    items = list(messages)
+    for m in items:
+        if not isinstance(m, Message):
+            raise ValidationError(f"expected portamem.messages.Message, got {type(m).__name__}")
+    return items
+
+
+def add_messages(
+    memory: Memory,
+    messages: Iterable[Message],
+    *,
+    user_id: str,
+    session_id: str = "default",
+    tenant_id: str | None = None,
+) -> list[Message]:
+    """Fold messages into turns and append the complete ones to the session's window.
+
+    Messages up to the last one whose id the window already holds are skipped, so a caller may pass
+    a whole transcript again. Returns the trailing messages of a turn not finished yet.
+    """
+    items = _check_messages(messages)
+    known = {
+        m.id
+        for turn in memory.context(user_id=user_id, session_id=session_id, tenant_id=tenant_id)
+        for m in turn_messages(turn)
+        if m.id
+    }
+    last_known = max((i for i, m in enumerate(items) if m.id and m.id in known), default=-1)
+    turns, rest = split_turns(items[last_known + 1:])
+    for group in turns:
+        user, assistant = _turn_texts(group)
+        memory.add_turn(
+            user,
+            assistant,
+            user_id=user_id,
+            session_id=session_id,
+            tenant_id=tenant_id,
+            metadata={MESSAGES_KEY: [m.to_dict() for m in group]},
+            created_at=next((m.created_at for m in group if m.created_at is not None), None),
+        )
+    return rest
+
+
+def window_messages(
+    memory: Memory, *, user_id: str, session_id: str = "default", tenant_id: str | None = None
+) -> list[Message]:
+    """Every message of the turns in the session's window, oldest first."""
+    turns = memory.context(user_id=user_id, session_id=session_id, tenant_id=tenant_id)
+    return [m for turn in turns for m in turn_messages(turn)]
+
+
+async def aadd_messages(
+    memory: Memory,
+    messages: Iterable[Message],
+    *,
+    user_id: str,
+    session_id: str = "default",
+    tenant_id: str | None = None,
+) -> list[Message]:
+    """Async twin of :func:`add_messages` (runs it in a worker thread)."""
+    return await asyncio.to_thread(
+        add_messages, memory, list(messages), user_id=user_id, session_id=session_id, tenant_id=tenant_id
+    )
+
+
+async def awindow_messages(
+    memory: Memory, *, user_id: str, session_id: str = "default", tenant_id: str | None = None
+) -> list[Message]:
+    """Async twin of :func:`window_messages` (runs it in a worker thread)."""
+    return await asyncio.to_thread(
+        window_messages, memory, user_id=user_id, session_id=session_id, tenant_id=tenant_id
+    )

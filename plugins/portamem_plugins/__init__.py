@@ -1,0 +1,1 @@
+"""portamem's built-in plugins: the default write-triggers, scorers, extractor, summariser and eviction."""
