@@ -1,0 +1,229 @@
+"""The ``portamem`` command: demo, search, show, export, import, reindex, maintain."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from .config import Settings
+from .errors import PortamemError
+from .memory import Memory
+from .records import SearchHit
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+Command = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+
+
+def _progress(total: int, desc: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="rec", file=sys.stderr, disable=total < 50)
+
+
+def _open(args: argparse.Namespace, **overrides: Any) -> Memory:
+    settings = Settings.load(args.config, path=args.path, tenant_id=args.tenant, **overrides)
+    return Memory(settings=settings, progress=_progress)
+
+
+def _print_hits(hits: Sequence[SearchHit], *, indent: str = "  ") -> None:
+    if not hits:
+        print(f"{indent}(nothing recalled)")
+    for rank, hit in enumerate(hits, 1):
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in hit.breakdown.components.items())
+        when = hit.record.created_at.strftime("%Y-%m-%d %H:%M")
+        print(f"{indent}{rank}. [{hit.score:.3f}] {hit.content.splitlines()[0][:100]}")
+        print(f"{indent}   {hit.record.type.value}/{hit.record.kind or '-'}  {when}  found by {'+'.join(hit.found_by)}  ({parts})")
+
+
+# ---------------------------------------------------------------------- demo
+DEMO_TURNS: tuple[tuple[str, str], ...] = (
+    ("Hi! My name is Dana Whitfield and I'm a pastry chef in Lyon.",
+     "Nice to meet you, Dana! How can I help today?"),
+    ("Please remember that I'm allergic to hazelnuts.",
+     "Noted: no hazelnuts in anything I suggest."),
+    ("I ordered a stand mixer yesterday, order number ORD-58213, it should arrive Friday.",
+     "Great, I'll keep an eye on ORD-58213 for you."),
+    ("I really prefer oat milk in my coffee.",
+     "Oat milk it is."),
+    ("What's the weather like for a walk later?",
+     "It looks mild this afternoon, around 18°C."),
+    ("我下个月要去上海参加烘焙展，三月十二号出发。",
+     "好的，三月十二号去上海参加烘焙展，我记下了。"),
+    ("Actually, cancel the mixer order, I found one at a local shop.",
+     "Understood: I'll note that ORD-58213 is cancelled."),
+    ("Thanks, that's all for now!", "You're welcome, Dana. See you soon!"),
+)
+DEMO_QUERIES: tuple[str, ...] = (
+    "What is the user allergic to?",
+    "ORD-58213",
+    "how does she take her coffee?",
+    "她什么时候去上海？",
+    "What does Dana do for a living?",
+)
+
+
+def _add_demo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keep", action="store_true", help="keep the demo store (printed at the end)")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """A scripted conversation through the working window, then recall from long-term memory."""
+    path = args.path or tempfile.mkdtemp(prefix="portamem-demo-")
+    t0 = time.perf_counter()
+    settings = Settings.load(args.config, path=path, window_turns=3)
+    with Memory(settings=settings) as mem:
+        print(f"portamem demo: store in {path} (embedder {mem.embedder.name}, loaded in {time.perf_counter() - t0:.1f} s)")
+        print("\nConversation (window of 3 turns; older turns are compressed into episodic memory):")
+        start = datetime.now().astimezone() - timedelta(days=2)
+        for i, (user, reply) in enumerate(DEMO_TURNS):
+            written = mem.add_turn(user, reply, user_id="dana", session_id="demo",
+                                   created_at=start + timedelta(hours=6 * i))
+            print(f"  user: {user}\n  assistant: {reply}")
+            for rec in written:
+                print(f"    -> {rec.type.value} memory ({rec.kind or '-'}, importance {rec.importance_band}): "
+                      f"{rec.content.splitlines()[0][:70]}")
+        print(f"\nWorking window now holds {len(mem.context(user_id='dana', session_id='demo'))} turns; "
+              f"long-term memory holds {len(mem.list_memories(user_id='dana'))} memories.")
+        print("\nRecall:")
+        for query in DEMO_QUERIES:
+            t = time.perf_counter()
+            hits = mem.search_memory(query, user_id="dana", top_k=3)
+            print(f"\n? {query}   ({(time.perf_counter() - t) * 1000:.0f} ms)")
+            _print_hits(hits)
+    if not (args.keep or args.path):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+    return 0
+
+
+# ---------------------------------------------------------------------- search / show
+def _add_search(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query")
+    p.add_argument("--user", required=True)
+    p.add_argument("-k", "--top-k", type=int, default=5)
+    p.add_argument("--type", action="append", dest="types", help="memory type filter (repeatable)")
+    p.add_argument("--json", action="store_true")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        filters = {"types": args.types} if args.types else None
+        hits = mem.search_memory(args.query, user_id=args.user, top_k=args.top_k, filters=filters)
+        if args.json:
+            print(json.dumps([{"memory_id": h.memory_id, "score": h.score, "components": h.breakdown.components,
+                               "found_by": h.found_by, "record": h.record.to_dict(include_embedding=False)}
+                              for h in hits], ensure_ascii=False, indent=2))
+        else:
+            _print_hits(hits, indent="")
+    return 0
+
+
+def _add_show(p: argparse.ArgumentParser) -> None:
+    p.add_argument("memory_id")
+    p.add_argument("--user", required=True)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        record = mem.get_memory(args.memory_id, user_id=args.user)
+        data = record.to_dict(include_embedding=False)
+        data["history"] = mem.history(args.memory_id, user_id=args.user)
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    return 0
+
+
+# ---------------------------------------------------------------------- export / import / reindex / maintain
+def _add_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="output JSON-lines file ('-' for stdout)")
+    p.add_argument("--user", help="only this user's memory (default: the whole tenant)")
+    p.add_argument("--no-embeddings", action="store_true", help="leave vectors out (they are recomputed on import)")
+    p.add_argument("--include-deleted", action="store_true")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        out = sys.stdout if args.file == "-" else args.file
+        n = mem.export(out, user_id=args.user, include_embeddings=not args.no_embeddings,
+                       include_deleted=args.include_deleted)
+    print(f"exported {n} memories", file=sys.stderr)
+    return 0
+
+
+def _add_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    p.add_argument("--on-conflict", choices=["error", "skip", "replace"], default="error")
+    p.add_argument("--into-tenant", help="import into this tenant instead of the one in the file")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        n = mem.import_(args.file, tenant_id=args.into_tenant, on_conflict=args.on_conflict, progress=_progress)
+    print(f"imported {n} memories")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    with _open(args, auto_reindex=False) as mem:
+        n = mem.reindex(progress=_progress)
+    print(f"reindexed {n} memories")
+    return 0
+
+
+def _add_maintain(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", help="a named eviction policy (default: the eviction hooks)")
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        report = mem.maintain(policy=args.policy)
+    print(f"evicted {len(report.evicted)}, purged {report.purged}, consolidated {len(report.consolidated)} groups")
+    return 0
+
+
+def _no_args(p: argparse.ArgumentParser) -> None:
+    return None
+
+
+COMMANDS: list[Command] = [
+    ("demo", "run a scripted conversation, then recall from memory", _add_demo, cmd_demo),
+    ("search", "hybrid search of one user's memories", _add_search, cmd_search),
+    ("show", "one memory with its audit trail", _add_show, cmd_show),
+    ("export", "write memories as portable JSON lines", _add_export, cmd_export),
+    ("import", "read a JSON-lines export back", _add_import, cmd_import),
+    ("reindex", "rebuild the vector index from the records", _no_args, cmd_reindex),
+    ("maintain", "evict decayed memories, purge after grace, consolidate", _add_maintain, cmd_maintain),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="portamem", description="Portable long-term memory for LLM agents.")
+    parser.add_argument("--path", help="store directory (default: ./portamem-data or PORTAMEM_PATH)")
+    parser.add_argument("--config", help="TOML settings file (table [portamem])")
+    parser.add_argument("--tenant", help="tenant id (default: 'default')")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text, configure, run in COMMANDS:
+        p = sub.add_parser(name, help=help_text, description=(run.__doc__ or help_text).strip())
+        configure(p)
+        p.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except PortamemError as exc:
+        print(f"portamem: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
