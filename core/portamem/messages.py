@@ -10,7 +10,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
-from .records import Turn, from_iso, to_iso
+from .pipeline import WriteContext
+from .records import MemoryRecord, MemoryType, Turn, from_iso, to_iso
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -22,6 +23,8 @@ __all__ = [
     "turn_messages",
     "add_messages",
     "aadd_messages",
+    "archive_messages",
+    "aarchive_messages",
     "window_messages",
     "awindow_messages",
 ]
@@ -143,17 +146,59 @@ def add_messages(
     last_known = max((i for i, m in enumerate(items) if m.id and m.id in known), default=-1)
     turns, rest = split_turns(items[last_known + 1:])
     for group in turns:
-        user, assistant = _turn_texts(group)
+        turn = _as_turn(group)
         memory.add_turn(
-            user,
-            assistant,
-            user_id=user_id,
-            session_id=session_id,
-            tenant_id=tenant_id,
-            metadata={MESSAGES_KEY: [m.to_dict() for m in group]},
-            created_at=next((m.created_at for m in group if m.created_at is not None), None),
+            turn.user, turn.assistant, user_id=user_id, session_id=session_id, tenant_id=tenant_id,
+            metadata=turn.metadata, created_at=turn.created_at,
         )
     return rest
+
+
+def _as_turn(group: Sequence[Message]) -> Turn:
+    user, assistant = _turn_texts(group)
+    created = next((m.created_at for m in group if m.created_at is not None), None)
+    turn = Turn(user, assistant, metadata={MESSAGES_KEY: [m.to_dict() for m in group]})
+    if created is not None:
+        turn.created_at = created
+    return turn
+
+
+def archive_messages(
+    memory: Memory,
+    messages: Iterable[Message],
+    *,
+    user_id: str,
+    session_id: str = "default",
+    tenant_id: str | None = None,
+) -> MemoryRecord | None:
+    """Compress messages that left a window the framework keeps itself into one episodic memory.
+
+    The text comes from the turn summariser plugins, as for turns leaving portamem's own window;
+    the messages themselves stay in the record's metadata. None when nothing was summarised.
+    """
+    turns, rest = split_turns(_check_messages(messages))
+    groups = turns + ([rest] if rest else [])
+    if not groups:
+        return None
+    items = [_as_turn(g) for g in groups]
+    ctx = WriteContext(
+        tenant_id=tenant_id or memory.tenant_id, user_id=user_id, settings=memory.settings,
+        session_id=session_id, explicit=False,
+    )
+    text = (memory.hooks.summarize_turns(items, ctx) or "").strip()[: memory.settings.max_content_chars]
+    if not text:
+        return None
+    return memory.save_memory(
+        text,
+        user_id=user_id,
+        tenant_id=tenant_id,
+        type=MemoryType.EPISODIC,
+        kind="episodic",
+        session_id=session_id,
+        created_at=items[0].created_at,
+        metadata={"turns": [{"user": t.user, "assistant": t.assistant, "created_at": t.created_at.isoformat(),
+                             "metadata": t.metadata} for t in items]},
+    )
 
 
 def window_messages(
@@ -175,6 +220,20 @@ async def aadd_messages(
     """Async twin of :func:`add_messages` (runs it in a worker thread)."""
     return await asyncio.to_thread(
         add_messages, memory, list(messages), user_id=user_id, session_id=session_id, tenant_id=tenant_id
+    )
+
+
+async def aarchive_messages(
+    memory: Memory,
+    messages: Iterable[Message],
+    *,
+    user_id: str,
+    session_id: str = "default",
+    tenant_id: str | None = None,
+) -> MemoryRecord | None:
+    """Async twin of :func:`archive_messages` (runs it in a worker thread)."""
+    return await asyncio.to_thread(
+        archive_messages, memory, list(messages), user_id=user_id, session_id=session_id, tenant_id=tenant_id
     )
 
 

@@ -11,10 +11,11 @@ __all__ = ["format_memories", "DEFAULT_HEADER"]
 DEFAULT_HEADER = "Relevant memories (date, trust, score), most relevant first:"
 
 
-def format_memories(hits: Sequence[SearchHit], *, header: str | None = DEFAULT_HEADER) -> str:
+def format_memories(hits: Sequence[SearchHit], *, header: str | None = DEFAULT_HEADER, ids: bool = False) -> str:
     """Render hits for a prompt; an empty string when there is nothing to show.
 
-    The date lets the model weigh stale facts and the trust and score let it weigh doubtful ones.
+    The date lets the model weigh stale facts and the trust and score let it weigh doubtful ones;
+    ``ids`` adds each memory id, for a model that may call a forget tool.
     """
     if not hits:
         return ""
@@ -22,5 +23,6 @@ def format_memories(hits: Sequence[SearchHit], *, header: str | None = DEFAULT_H
     for hit in hits:
         r = hit.record
         content = " ".join(r.content.split())
-        lines.append(f"- [{r.created_at:%Y-%m-%d}, trust {r.trust.value}, score {hit.score:.2f}] {content}")
+        ref = f"id {r.memory_id}, " if ids else ""
+        lines.append(f"- [{ref}{r.created_at:%Y-%m-%d}, trust {r.trust.value}, score {hit.score:.2f}] {content}")
     return "\n".join(lines)
