@@ -1,0 +1,74 @@
+"""portamem_conformance: the contracts every portamem adapter meets, for built-in and third-party adapters.
+
+An adapter's conformance test is one subclass plus one fixture returning a driver::
+
+    # tests/test_conformance.py of your adapter
+    import pytest
+    from portamem_conformance import ConformanceTests
+    from my_adapter.conformance import MyDriver
+
+    class TestMyAdapter(ConformanceTests):
+        @pytest.fixture
+        def driver(self):
+            return MyDriver()
+
+The driver (see ``MemoryDriver`` for the protocol and its rules) maps the suite's neutral
+actions (open, remember, recall, forget, write_turn, history, close and their async twins)
+onto the framework calls a user would make. Capabilities are split into classes
+(``RoundTripTests``, ``TurnTests``, ``IsolationTests``, ``ForgetTests``, ``RestartTests``,
+``AsyncTests``, ``ErrorTests``); ``ConformanceTests`` is all of them. A driver declares
+``supports_async = False`` instead of skipping tests itself.
+
+The switching matrix (``SwitchingTests``) takes two drivers, ``writer`` and ``reader``:
+memory written through one must come back through the other unchanged and ranked the
+same. ``BUILTIN_DRIVERS``, ``load_driver`` and ``ordered_pairs`` build the matrix over
+installed adapters; absent ones are skipped.
+
+The tests need a real embedder; pass a session-scoped one to your driver to load it once.
+Importing this package registers its modules for pytest's assertion rewriting, so failures
+show both sides.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.register_assert_rewrite("portamem_conformance.contracts", "portamem_conformance.switching")
+
+from .contracts import (  # noqa: E402
+    FACTS,
+    TURNS,
+    AsyncTests,
+    ConformanceTests,
+    DriverTests,
+    ErrorTests,
+    ForgetTests,
+    IsolationTests,
+    RestartTests,
+    RoundTripTests,
+    TurnTests,
+    opened,
+)
+from .driver import ROLES, MemoryDriver  # noqa: E402
+from .switching import BUILTIN_DRIVERS, SwitchingTests, load_driver, ordered_pairs  # noqa: E402
+
+__all__ = [
+    "MemoryDriver",
+    "ROLES",
+    "ConformanceTests",
+    "DriverTests",
+    "RoundTripTests",
+    "TurnTests",
+    "IsolationTests",
+    "ForgetTests",
+    "RestartTests",
+    "AsyncTests",
+    "ErrorTests",
+    "SwitchingTests",
+    "BUILTIN_DRIVERS",
+    "load_driver",
+    "ordered_pairs",
+    "opened",
+    "FACTS",
+    "TURNS",
+]
