@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .dedupe import is_duplicate
 from .errors import ValidationError
 from .filters import SearchFilters
 from .records import MemoryRecord, Status, utcnow
@@ -55,7 +56,7 @@ def maintain(
 
 
 def consolidate(mem: Memory, pool: list[MemoryRecord], *, now: datetime) -> list[tuple[str, list[str]]]:
-    """Merge near-duplicates (cosine >= dedupe_threshold) into the newest of each group."""
+    """Merge duplicates (``portamem.dedupe.is_duplicate``) into the newest of each group."""
     records = [r for r in pool if r.embedding is not None and r.embedding_model == mem.embedder.name]
     records.sort(key=lambda r: r.created_at, reverse=True)
     if len(records) < 2:
@@ -70,7 +71,10 @@ def consolidate(mem: Memory, pool: list[MemoryRecord], *, now: datetime) -> list
             if taken[i]:
                 continue
             taken[i] = True
-            dup = np.flatnonzero((row >= mem.settings.dedupe_threshold) & ~taken)
+            near = np.flatnonzero((row >= mem.settings.dedupe_threshold) & ~taken)
+            dup = np.asarray([j for j in near if is_duplicate(records[i].content, records[j].content,
+                                                               float(row[j]), mem.settings.dedupe_threshold)],
+                             dtype=int)
             if dup.size:
                 taken[dup] = True
                 groups.append((records[i], [records[j] for j in dup]))

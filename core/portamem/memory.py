@@ -17,6 +17,7 @@ import numpy as np
 import pluggy
 
 from .config import Settings
+from .dedupe import is_duplicate
 from .embeddings import Embedder, get_embedder
 from .errors import (
     ContentTooLongError,
@@ -511,19 +512,24 @@ class Memory:
         candidates = [r for r in records if r.status is Status.ACTIVE]
         nearest = self.index.nearest(candidates) if self.settings.dedupe and candidates else {}
         stored = self.store.get(
-            candidates[0].tenant_id, candidates[0].user_id, [h.memory_id for h in nearest.values()]
+            candidates[0].tenant_id, candidates[0].user_id,
+            [h.memory_id for hits in nearest.values() for h in hits],
         ) if nearest else {}
         for record in records:
             target: MemoryRecord | None = None
             if record.status is Status.ACTIVE and self.settings.dedupe:
-                hit = nearest.get(record.memory_id)
-                if hit is not None and hit.score >= threshold and hit.memory_id in stored:
-                    target = stored[hit.memory_id]
-                else:  # a duplicate earlier in the same batch
+                target = next(
+                    (stored[h.memory_id] for h in nearest.get(record.memory_id, [])
+                     if h.memory_id in stored and is_duplicate(record.content, stored[h.memory_id].content,
+                                                               h.score, threshold)),
+                    None,
+                )
+                if target is None:  # a duplicate earlier in the same batch
                     vec = np.asarray(record.embedding, dtype=np.float32)
                     target = next(
-                        (o for o in new if o.status is Status.ACTIVE
-                         and float(np.dot(vec, np.asarray(o.embedding, dtype=np.float32))) >= threshold),
+                        (o for o in new if o.status is Status.ACTIVE and is_duplicate(
+                            record.content, o.content,
+                            float(np.dot(vec, np.asarray(o.embedding, dtype=np.float32))), threshold)),
                         None,
                     )
             if target is None:

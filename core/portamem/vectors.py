@@ -217,12 +217,12 @@ class MilvusVectorIndex:
             )
         return [VectorHit(str(h["id"]), float(h["distance"])) for h in result[0]]
 
-    def nearest(self, records: Sequence[MemoryRecord]) -> dict[str, VectorHit]:
-        """For each record (by id), its nearest active neighbour in the same tenant+user, in one call per scope."""
+    def nearest(self, records: Sequence[MemoryRecord], k: int = 3) -> dict[str, list[VectorHit]]:
+        """For each record (by id), its k nearest active neighbours in its tenant+user, one call per scope."""
         by_scope: dict[int, list[MemoryRecord]] = {}
         for r in records:
             by_scope.setdefault(scope_key(r.tenant_id, r.user_id), []).append(r)
-        out: dict[str, VectorHit] = {}
+        out: dict[str, list[VectorHit]] = {}
         for key, group in by_scope.items():
             partition = self._partition(key)
             if partition not in self._partitions:
@@ -232,15 +232,14 @@ class MilvusVectorIndex:
                     self.name,
                     data=[[float(x) for x in r.embedding or ()] for r in group],
                     anns_field="vec",
-                    limit=1,
+                    limit=k,
                     filter=f"scope == {int(key)}",
                     partition_names=[partition],
                     search_params={"metric_type": "COSINE"},
                     output_fields=[],
                 )
             for r, hits in zip(group, result):
-                if hits:
-                    out[r.memory_id] = VectorHit(str(hits[0]["id"]), float(hits[0]["distance"]))
+                out[r.memory_id] = [VectorHit(str(h["id"]), float(h["distance"])) for h in hits]
         return out
 
     @staticmethod

@@ -1,0 +1,82 @@
+"""A process killed with SIGKILL right after acknowledged saves loses none of them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from portamem import Memory, Settings
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from portamem import Memory, Settings
+    mem = Memory(settings=Settings(path=sys.argv[1]))
+    print("ready", flush=True)
+    i = 0
+    while True:
+        batch = int(sys.argv[2])
+        if batch == 1:
+            rec = mem.save_memory(f"Delivery slot {i} booked for parcel PCL-{100000 + i} at dock {i % 7}.",
+                                  user_id="courier")
+            print(rec.memory_id, flush=True)
+        else:
+            recs = mem.save_memories([f"Invoice INV-{200000 + i + j} was paid by client {j} on day {i}."
+                                      for j in range(batch)], user_id="accounts")
+            print(" ".join(r.memory_id for r in recs), flush=True)
+        i += 1
+    """
+)
+
+
+def _kill_after(path: str, acks_wanted: int, batch: int) -> list[str]:
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, path, str(batch)], stdout=subprocess.PIPE, text=True)
+    acked: list[str] = []
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        while len(acked) < acks_wanted:
+            line = proc.stdout.readline()
+            assert line, "writer died early"
+            acked.extend(line.split())
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    return acked
+
+
+@pytest.mark.parametrize("batch", [1, 25])
+def test_kill_9_loses_no_acknowledged_write(tmp_path, embedder, batch: int) -> None:
+    path = str(tmp_path / "store")
+    acked = _kill_after(path, 40, batch)
+    user = "courier" if batch == 1 else "accounts"
+    with Memory(settings=Settings(path=path), embedder=embedder) as mem:
+        stored = {r.memory_id: r for r in mem.list_memories(user_id=user)}
+        assert set(acked) <= set(stored)
+        # and each acknowledged record is found again through the vector index after reopen
+        assert mem.index.count() == len(stored)
+        for memory_id in acked[:: max(1, len(acked) // 8)]:
+            hits = mem.search_memory(stored[memory_id].content, user_id=user, top_k=3)
+            assert memory_id in [h.memory_id for h in hits]
+
+
+def test_reopen_repairs_a_lost_index(tmp_path, embedder) -> None:
+    """The index is derived: deleting it entirely loses nothing."""
+    import shutil
+
+    settings = Settings(path=str(tmp_path / "store"))
+    with Memory(settings=settings, embedder=embedder) as mem:
+        recs = mem.save_memories([f"Room {i} of the hotel has a sea view: {i % 2 == 0}." for i in range(12)],
+                                 user_id="guest")
+        mem.forget_memory([recs[0].memory_id], user_id="guest")
+    shutil.rmtree(settings.resolved_vector_uri)
+    with Memory(settings=settings, embedder=embedder) as mem:
+        assert mem.index.count() == 11
+        hit = mem.search_memory(recs[5].content, user_id="guest", top_k=1)[0]
+        assert hit.memory_id == recs[5].memory_id

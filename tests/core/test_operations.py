@@ -1,0 +1,115 @@
+"""Round trips of the four operations, the working window, and async twins, on the real stores."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from portamem import Memory, MemoryType, NotFoundError, Status
+from portamem.records import utcnow
+
+
+def test_save_then_search_returns_content_unchanged(memory: Memory) -> None:
+    text = "Mein Lieblingsessen ist Käsespätzle — and my order is ORD-77120 ✓"
+    saved = memory.save_memory(text, user_id="u1", type="semantic")
+    hits = memory.search_memory("ORD-77120", user_id="u1")
+    assert hits[0].memory_id == saved.memory_id
+    assert hits[0].content == text
+    got = memory.get_memory(saved.memory_id, user_id="u1")
+    assert got.content == text and got.embedding_model == memory.embedder.name
+    assert len(got.embedding) == memory.embedder.dim
+
+
+def test_search_hit_carries_breakdown_and_provenance(memory: Memory) -> None:
+    memory.save_memory("The delivery to Rotterdam is booked under order ORD-5531.", user_id="u1")
+    hit = memory.search_memory("order ORD-5531", user_id="u1")[0]
+    assert {"vector", "keyword", "recency", "importance"} <= set(hit.breakdown.components)
+    assert "entity" in hit.found_by and "vector" in hit.found_by
+    expected = sum(hit.breakdown.weights.get(k, 0) * v for k, v in hit.breakdown.components.items())
+    assert hit.score == pytest.approx(expected)
+
+
+def test_forget_removes_from_search_and_restore_brings_back(memory: Memory) -> None:
+    keep = memory.save_memory("I keep bees on the roof of my flat.", user_id="u1")
+    gone = memory.save_memory("My locker code is 4471 at the gym on Elm Street.", user_id="u1")
+    assert memory.forget_memory([gone.memory_id], user_id="u1") == [gone.memory_id]
+    ids = [h.memory_id for h in memory.search_memory("gym locker code", user_id="u1")]
+    assert gone.memory_id not in ids and keep.memory_id in ids
+    assert memory.get_memory(gone.memory_id, user_id="u1").status is Status.DELETED
+    memory.restore_memory(gone.memory_id, user_id="u1")
+    assert memory.search_memory("gym locker code", user_id="u1")[0].memory_id == gone.memory_id
+
+
+def test_purge_only_after_grace(memory: Memory) -> None:
+    rec = memory.save_memory("Temporary parking spot B12 for today.", user_id="u1")
+    memory.forget_memory(rec.memory_id, user_id="u1")
+    assert memory.purge_deleted() == 0  # still within the grace period
+    assert memory.purge_deleted(now=utcnow() + timedelta(days=8)) == 1
+    with pytest.raises(NotFoundError):
+        memory.get_memory(rec.memory_id, user_id="u1")
+
+
+def test_refresh_raises_importance_and_counts_access(memory: Memory) -> None:
+    rec = memory.save_memory("I run the Berlin marathon every September.", user_id="u1", importance=0.4)
+    out = memory.refresh_memory(rec.memory_id, 0.25, user_id="u1")
+    assert out.importance == pytest.approx(0.65) and out.importance_band == 65
+    assert out.access_count == 1 and out.last_accessed_at is not None
+    again = memory.refresh_memory(rec.memory_id, 0.9, user_id="u1")
+    assert again.importance == 1.0  # clamped
+    stored = memory.get_memory(rec.memory_id, user_id="u1")
+    assert stored.importance == 1.0 and stored.access_count == 2
+    actions = [h["action"] for h in memory.history(rec.memory_id, user_id="u1")]
+    assert actions == ["save", "refresh", "refresh"]
+
+
+def test_window_counts_turns_not_messages(tmp_path, embedder) -> None:
+    from portamem import Settings
+
+    mem = Memory(settings=Settings(path=str(tmp_path / "w"), window_turns=2, auto_capture=False), embedder=embedder)
+    try:
+        assert mem.add_turn("first question", "first answer", user_id="u", session_id="s") == []
+        assert mem.add_turn("second question", "second answer", user_id="u", session_id="s") == []
+        # a third turn (four messages already in the window) pushes out exactly one turn
+        out = mem.add_turn("third question", "third answer", user_id="u", session_id="s")
+        assert len(out) == 1 and out[0].type is MemoryType.EPISODIC
+        assert "first question" in out[0].content and "first answer" in out[0].content
+        window = mem.context(user_id="u", session_id="s")
+        assert [t.user for t in window] == ["second question", "third question"]
+        assert mem.context(user_id="u", session_id="other") == []
+    finally:
+        mem.close()
+
+
+def test_window_survives_reopen(settings, embedder) -> None:
+    with Memory(settings=settings, embedder=embedder) as mem:
+        mem.add_turn("hello there", "hi!", user_id="u", session_id="s")
+    with Memory(settings=settings, embedder=embedder) as mem:
+        assert [(t.user, t.assistant) for t in mem.context(user_id="u", session_id="s")] == [("hello there", "hi!")]
+
+
+def test_dedupe_bumps_frequency_instead_of_adding(memory: Memory) -> None:
+    a = memory.save_memory("I am allergic to shellfish.", user_id="u1")
+    b = memory.save_memory("I am allergic to shellfish!", user_id="u1")
+    assert b.memory_id == a.memory_id and b.frequency == 2
+    assert len(memory.list_memories(user_id="u1")) == 1
+    other_user = memory.save_memory("I am allergic to shellfish.", user_id="u2")
+    assert other_user.memory_id != a.memory_id  # dedupe never crosses users
+
+
+def test_batch_save_is_one_transaction(memory: Memory) -> None:
+    recs = memory.save_memories(
+        ["I have two cats named Miso and Tofu.", {"content": "My sister lives in Porto.", "type": "semantic"}],
+        user_id="u1",
+    )
+    assert len(recs) == 2 and len(memory.list_memories(user_id="u1")) == 2
+
+
+async def test_async_twins(memory: Memory) -> None:
+    rec = await memory.asave_memory("My dentist appointment is on 14 March 2027.", user_id="u1")
+    hits = await memory.asearch_memory("when is the dentist?", user_id="u1")
+    assert hits[0].memory_id == rec.memory_id
+    await memory.arefresh_memory(rec.memory_id, 0.1, user_id="u1")
+    assert await memory.aforget_memory([rec.memory_id], user_id="u1") == [rec.memory_id]
+    await memory.aadd_turn("hi", "hello", user_id="u1")
+    assert len(await memory.acontext(user_id="u1")) == 1
