@@ -165,13 +165,13 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # ------------------------------------------------------------------ tools
     def _tools(self) -> list[BaseTool]:
-        def search_memory(query: str, runtime: ToolRuntime) -> str:
+        def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> str:
             """Search the user's long-term memory; returns the best matches, one per line."""
             scope = self.scope(runtime.context, runtime.config)
             hits = self.memory.search_memory(query, user_id=scope.user_id, top_k=self.top_k, tenant_id=scope.tenant_id)
             return format_memories(hits) or "No memories match."
 
-        def save_memory(text: str, runtime: ToolRuntime) -> str:
+        def save_memory(text: str, runtime: ToolRuntime[Any, Any]) -> str:
             """Save a fact about the user to long-term memory, worded so it stands on its own."""
             scope = self.scope(runtime.context, runtime.config)
             record = self.memory.save_memory(
