@@ -30,7 +30,7 @@ from langgraph.runtime import Runtime  # noqa: E402
 from portamem import Memory, SearchHit  # noqa: E402
 from portamem.errors import ValidationError  # noqa: E402
 from portamem.messages import aadd_messages, add_messages, awindow_messages, window_messages  # noqa: E402
-from portamem.recall import format_memories  # noqa: E402
+from portamem.recall import arecall, format_memories, recall  # noqa: E402
 
 from .messages import from_neutral_all, last_user_text, to_neutral_all  # noqa: E402
 
@@ -105,7 +105,7 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         return Scope(str(user_id), str(session_id), tenant_id)
 
     # ------------------------------------------------------------------ recall
-    def _with_memories(self, request: ModelRequest, scope: Scope, hits: list[SearchHit], earlier: list[Any]) -> ModelRequest:
+    def _with_memories(self, request: ModelRequest, hits: list[SearchHit], earlier: list[Any]) -> ModelRequest:
         changes: dict[str, Any] = {}
         block = format_memories(hits)
         if block:
@@ -124,31 +124,37 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def _query(self, request: ModelRequest) -> str:
         return last_user_text(request.messages) if self.mode in ("static", "both") else ""
 
+    def _recall_args(self, request: ModelRequest, scope: Scope, earlier: list[Any]) -> dict[str, Any]:
+        # what the model already reads (its messages, the window when prepended) is not recalled again
+        return {
+            "user_id": scope.user_id,
+            "session_id": scope.session_id if self.history else None,
+            "top_k": self.top_k,
+            "tenant_id": scope.tenant_id,
+            "shown": [m.text for m in [*earlier, *request.messages]],
+        }
+
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> Any:
         scope = self.scope(request.runtime.context if request.runtime else None)
-        query = self._query(request)
-        hits = self.memory.search_memory(
-            query, user_id=scope.user_id, top_k=self.top_k, tenant_id=scope.tenant_id
-        ) if query else []
         earlier = from_neutral_all(window_messages(
             self.memory, user_id=scope.user_id, session_id=scope.session_id, tenant_id=scope.tenant_id
         )) if self.history else []
-        return handler(self._with_memories(request, scope, hits, earlier))
+        query = self._query(request)
+        hits = recall(self.memory, query, **self._recall_args(request, scope, earlier)) if query else []
+        return handler(self._with_memories(request, hits, earlier))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> Any:
         scope = self.scope(request.runtime.context if request.runtime else None)
-        query = self._query(request)
-        hits = await self.memory.asearch_memory(
-            query, user_id=scope.user_id, top_k=self.top_k, tenant_id=scope.tenant_id
-        ) if query else []
         earlier = from_neutral_all(await awindow_messages(
             self.memory, user_id=scope.user_id, session_id=scope.session_id, tenant_id=scope.tenant_id
         )) if self.history else []
-        return await handler(self._with_memories(request, scope, hits, earlier))
+        query = self._query(request)
+        hits = await arecall(self.memory, query, **self._recall_args(request, scope, earlier)) if query else []
+        return await handler(self._with_memories(request, hits, earlier))
 
     # ------------------------------------------------------------------ write back
     def after_agent(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 
 from portamem import Memory, MemoryRecord, SearchHit, Turn
-from portamem.recall import format_memories
+from portamem.recall import arecall, format_memories, recall
 
 __all__ = ["LoopMemory", "DEFAULT_TEMPLATE", "LLM", "AsyncLLM"]
 
@@ -39,8 +39,13 @@ class LoopMemory:
 
     # ------------------------------------------------------------------ the two calls
     def recall(self, user_msg: str) -> str:
-        """The prompt for ``user_msg``: the memories it recalls, the recent turns, then the message."""
-        return self._prompt(user_msg, self.search(user_msg), self.turns())
+        """The prompt for ``user_msg``: the memories it recalls, the recent turns, then the message.
+
+        A memory the recent turns already show is left out, so the model does not read it twice.
+        """
+        hits = recall(self.memory, user_msg, user_id=self.user_id, session_id=self.session_id,
+                      top_k=self.top_k, tenant_id=self.tenant_id)
+        return self._prompt(user_msg, hits, self.turns())
 
     def record(self, user_msg: str, reply: str) -> list[MemoryRecord]:
         """Append the exchange to the working window; returns the memories it caused to be written."""
@@ -77,7 +82,9 @@ class LoopMemory:
     # ------------------------------------------------------------------ async twins
     async def arecall(self, user_msg: str) -> str:
         """Async twin of :meth:`recall`."""
-        return self._prompt(user_msg, await self.asearch(user_msg), await self.aturns())
+        hits = await arecall(self.memory, user_msg, user_id=self.user_id, session_id=self.session_id,
+                             top_k=self.top_k, tenant_id=self.tenant_id)
+        return self._prompt(user_msg, hits, await self.aturns())
 
     async def arecord(self, user_msg: str, reply: str) -> list[MemoryRecord]:
         """Async twin of :meth:`record`."""
