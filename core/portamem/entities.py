@@ -30,6 +30,8 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)$")
 #: jieba POS tags worth keeping as entities: person, place, organisation, other proper noun
 _ZH_TAGS = {"nr", "nrfg", "nrt", "ns", "nt", "nz"}
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+#: words jieba's dictionary tags as names or places that are everyday words in chat
+_ZH_NOT_ENTITIES = frozenset("谢谢 拜拜 喝咖啡 喝茶 哈哈 呵呵 嘿嘿 老师 老板 宝贝 亲爱的 朋友 大家".split())
 
 
 def normalize_entity(text: str) -> str:
@@ -43,6 +45,8 @@ def extract_entities(text: str) -> list[str]:
         found.extend((m.start(), m.end(), m.group(0)) for m in pattern.finditer(text))
     for m in _CAPITALISED.finditer(text):
         words = m.group(0).split()
+        if not all(w[0].isupper() for w in words):  # uncased scripts (Chinese) are handled by jieba below
+            continue
         # a lone capitalised word at sentence start is usually just grammar, not a name
         if len(words) == 1 and _SENTENCE_START.search(text[: m.start()]):
             continue
@@ -55,7 +59,7 @@ def extract_entities(text: str) -> list[str]:
 
         pos = 0
         for word, tag in rjieba.tag(text):
-            if tag in _ZH_TAGS and len(word) >= 2:
+            if tag in _ZH_TAGS and len(word) >= 2 and word not in _ZH_NOT_ENTITIES:
                 found.append((pos, pos + len(word), word))
             pos += len(word)
     seen: set[str] = set()

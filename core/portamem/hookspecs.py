@@ -113,7 +113,9 @@ def portamem_register_scorers(register: Callable[[str, Callable[..., None]], Non
     ``scorer(query: str, candidates: list[Candidate], now: datetime, settings: Settings) -> None``
     sets ``candidate.components[...]`` (each 0..1; ``candidate.record`` is the stored record). A
     component counts in the final score with the weight ``Settings.weights[component]`` (0 when unset).
-    The built-in ``hybrid_scoring`` plugin adds ``recency`` and ``importance`` this way.
+    ``register(name, scorer, weight)`` also offers a default weight for component ``name``, used
+    when ``Settings.weights`` does not set one. The built-in ``hybrid_scoring`` plugin adds
+    ``recency`` and ``importance`` this way.
 
     :param register: the callback that records a scorer under a unique name.
     """

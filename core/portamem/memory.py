@@ -202,7 +202,7 @@ class Memory:
         source = _as_enum("source", Source, draft.source)
         trust = DEFAULT_TRUST[source] if draft.trust is None else _as_enum("trust", Trust, draft.trust)
         importance = 0.5 if draft.importance is None else self._check_unit("importance", draft.importance)
-        kind = draft.kind
+        kind = draft.kind if draft.kind is not None or mtype is not MemoryType.EPISODIC else "episodic"
         if kind is not None and (not isinstance(kind, str) or kind not in self.settings.half_lives):
             raise ValidationError(f"kind must be one of {sorted(self.settings.half_lives)}, got {kind!r}")
         if draft.half_life_days is not None:
@@ -492,7 +492,7 @@ class Memory:
                 record.triples = [list(t) for t in extraction.triples]
                 if record.summary is None:
                     record.summary = extraction.summary
-                if draft.kind is None and extraction.kind in self.settings.half_lives:
+                if record.kind is None and extraction.kind in self.settings.half_lives:
                     record.kind = extraction.kind
                     if draft.half_life_days is None and record.type is not MemoryType.WORKING:
                         record.half_life_days = self.settings.half_lives[extraction.kind]
@@ -581,16 +581,17 @@ class Memory:
         candidates = self.retriever.candidates(
             query, tenant_id=tenant_id, user_id=user_id, filters=f, k=max(s.candidate_k, k)
         )
+        registered = self.hooks.scorers()
         return self.retriever.rank(
             query,
             candidates,
             tenant_id=tenant_id,
             user_id=user_id,
-            weights=s.weights,
+            weights={**{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
             now=now,
             top_k=k,
             min_score=s.min_score,
-            scorers=list(self.hooks.scorers().values()),
+            scorers=[r.fn for r in registered.values()],
             settings=s,
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +16,7 @@ from .errors import PluginError
 from .pipeline import Extraction, GuardVerdict, Redaction, TriggerVote, WriteContext
 from .records import MemoryRecord, Turn
 
-__all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "Hooks", "BLOCK_ENV"]
+__all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "Hooks", "RegisteredScorer", "BLOCK_ENV"]
 
 #: built-in plugins, registered under these names (the same names as their entry points)
 DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
@@ -151,21 +152,27 @@ class Hooks:
         return None if found is None else found[1]
 
     # ---------------------------------------------------------------- read path and lifecycle
-    def scorers(self) -> dict[str, Callable[..., None]]:
-        return self._registry("portamem_register_scorers")
+    def scorers(self) -> dict[str, RegisteredScorer]:
+        """Retrieval scorers by name, each with the default weight its plugin offered (or None)."""
+        return self._registry("portamem_register_scorers")  # type: ignore[return-value]
 
     def eviction_policies(self) -> dict[str, Callable[..., Sequence[str]]]:
-        return self._registry("portamem_register_eviction_policies")
+        return {name: reg.fn for name, reg in self._registry("portamem_register_eviction_policies").items()}
 
-    def _registry(self, hook: str) -> dict[str, Callable[..., Any]]:
-        found: dict[str, Callable[..., Any]] = {}
+    def _registry(self, hook: str) -> dict[str, RegisteredScorer]:
+        found: dict[str, RegisteredScorer] = {}
         for impl in self._impls(hook):
-            def register(name: str, fn: Callable[..., Any], _plugin: str = impl.plugin_name) -> None:
+            def register(name: str, fn: Callable[..., Any], weight: float | None = None,
+                         _plugin: str = impl.plugin_name) -> None:
                 if not isinstance(name, str) or not callable(fn):
                     raise PluginError(_plugin, hook, "register(name, callable) needs a str and a callable")
+                if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))
+                                           or weight < 0):
+                    raise PluginError(_plugin, hook, f"weight must be a non-negative number, got {weight!r}")
                 if name in found:
-                    raise PluginError(_plugin, hook, f"{name!r} is already registered")
-                found[name] = _named(fn, _plugin, hook)
+                    raise PluginError(_plugin, hook, f"{name!r} is already registered by {found[name].plugin}")
+                found[name] = RegisteredScorer(_named(fn, _plugin, hook), None if weight is None else float(weight),
+                                               _plugin)
             self._call(hook, impl, {"register": register})
         return found
 
@@ -177,6 +184,15 @@ class Hooks:
             records=records, now=now, settings=settings,
         )
         return None if found is None else list(found[1])
+
+
+@dataclass(frozen=True)
+class RegisteredScorer:
+    """A callable offered through a ``register`` hook, with the plugin's default weight for it."""
+
+    fn: Callable[..., Any]
+    weight: float | None
+    plugin: str
 
 
 def _named(fn: Callable[..., Any], plugin: str, hook: str) -> Callable[..., Any]:
