@@ -33,7 +33,7 @@ class ScriptedChatModel(ChatModelBase):
 
     async def _call_api(self, model_name: str, messages: list[Msg], tools: list[dict] | None = None,
                         tool_choice: Any = None, **kwargs: Any) -> ChatResponse:
-        self.inputs.append(list(messages))
+        self.inputs.append([m.model_copy(deep=True) for m in messages])  # the agent keeps filling its reply
         step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
         answer = step(messages) if callable(step) else step
         content = [TextBlock(text=answer)] if isinstance(answer, str) else list(answer)

@@ -1,0 +1,80 @@
+"""The conformance driver for AgentScope 1.x: memories through the long-term memory's tool functions,
+turns and history through the short-term ``MemoryBase``, as ``ReActAgent`` calls them."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentscope.message import Msg
+
+from portamem import Memory
+from portamem.embeddings import Embedder
+
+from .memory import PortamemLongTermMemory, PortamemMemory
+from .messages import text_of
+
+__all__ = ["AgentScope1Driver"]
+
+
+@dataclass
+class _Handle:
+    memory: Memory
+    long_term: PortamemLongTermMemory
+    user_id: str
+    session_id: str
+    tenant_id: str
+
+    def short_term(self) -> PortamemMemory:
+        # a new instance per call reads the window afresh, as a restarted agent would
+        return PortamemMemory(self.memory, user_id=self.user_id, session_id=self.session_id,
+                              tenant_id=self.tenant_id)
+
+
+class AgentScope1Driver:
+    name = "agentscope1"
+    supports_async = True
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    def open(self, path: Path, *, user_id: str, session_id: str = "default", tenant_id: str = "default") -> _Handle:
+        memory = Memory(path, embedder=self._embedder, tenant_id=tenant_id)
+        ltm = PortamemLongTermMemory(memory, user_id=user_id, session_id=session_id, tenant_id=tenant_id)
+        return _Handle(memory, ltm, user_id, session_id, tenant_id)
+
+    def close(self, handle: _Handle) -> None:
+        handle.memory.close()
+
+    def remember(self, handle: _Handle, text: str) -> str:
+        return asyncio.run(self.aremember(handle, text))
+
+    def recall(self, handle: _Handle, query: str, k: int) -> list[str]:
+        return asyncio.run(self.arecall(handle, query, k))
+
+    def forget(self, handle: _Handle, ref: str) -> None:
+        asyncio.run(handle.long_term.forget_from_memory([ref]))
+
+    def write_turn(self, handle: _Handle, user_text: str, assistant_text: str) -> None:
+        asyncio.run(self.awrite_turn(handle, user_text, assistant_text))
+
+    def history(self, handle: _Handle) -> list[tuple[str, str]]:
+        return asyncio.run(self.ahistory(handle))
+
+    async def aremember(self, handle: _Handle, text: str) -> str:
+        response = await handle.long_term.record_to_memory(thinking="", content=[text])
+        return str((response.metadata or {})["memory_ids"][0])
+
+    async def arecall(self, handle: _Handle, query: str, k: int) -> list[str]:
+        response = await handle.long_term.retrieve_from_memory(keywords=[query], limit=k)
+        return [m["content"] for m in (response.metadata or {})["memories"]]
+
+    async def awrite_turn(self, handle: _Handle, user_text: str, assistant_text: str) -> None:
+        memory = handle.short_term()
+        await memory.add(Msg("user", user_text, "user"))
+        await memory.add(Msg("assistant", assistant_text, "assistant"))
+
+    async def ahistory(self, handle: _Handle) -> list[tuple[str, str]]:
+        msgs = await handle.short_term().get_memory()
+        return [(m.role, text_of(m)) for m in msgs if m.role in ("user", "assistant")]

@@ -1,0 +1,168 @@
+"""AgentScope 1.x memory classes backed by portamem: short-term ``MemoryBase`` and ``LongTermMemoryBase``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agentscope.memory import InMemoryMemory, LongTermMemoryBase
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import ToolResponse
+
+from portamem import Memory
+from portamem.messages import aadd_messages, awindow_messages
+from portamem.recall import arecall, format_memories
+
+from .messages import conversation, text_of, to_msgs
+
+__all__ = ["PortamemMemory", "PortamemLongTermMemory"]
+
+
+class PortamemMemory(InMemoryMemory):
+    """Short-term memory whose finished turns live in portamem's working window for ``session_id``.
+
+    A new instance starts from the window, so a restarted agent continues the conversation. Marks,
+    hints and compression behave as in ``InMemoryMemory``; deleting a message removes it from this
+    agent's view, while the stored turn ages out of the window into episodic memory as usual.
+    """
+
+    def __init__(self, memory: Memory, *, user_id: str, session_id: str = "default",
+                 tenant_id: str | None = None) -> None:
+        super().__init__()
+        self.memory = memory
+        self.user_id = user_id
+        self.session_id = session_id
+        self.tenant_id = tenant_id
+        self._loaded = False
+
+    async def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        stored = to_msgs(await awindow_messages(self.memory, user_id=self.user_id, session_id=self.session_id,
+                                                tenant_id=self.tenant_id))
+        known = {m.id for m, _ in self.content}
+        self.content[:0] = [(m, []) for m in stored if m.id not in known]
+
+    async def add(self, memories: Msg | list[Msg] | None, marks: str | list[str] | None = None,
+                  allow_duplicates: bool = False, **kwargs: Any) -> None:
+        await self._load()
+        await super().add(memories, marks, allow_duplicates=allow_duplicates, **kwargs)
+        # the window skips what it holds already and keeps an unfinished turn out until its reply
+        await aadd_messages(self.memory, conversation(self.content), user_id=self.user_id,
+                            session_id=self.session_id, tenant_id=self.tenant_id)
+
+    async def get_memory(self, mark: str | None = None, exclude_mark: str | None = None,
+                         prepend_summary: bool = True, **kwargs: Any) -> list[Msg]:
+        await self._load()
+        return await super().get_memory(mark, exclude_mark, prepend_summary, **kwargs)
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        await self._load()
+        return await super().delete(msg_ids, **kwargs)
+
+    async def delete_by_mark(self, mark: str | list[str], **kwargs: Any) -> int:
+        await self._load()
+        return await super().delete_by_mark(mark, **kwargs)
+
+    async def update_messages_mark(self, new_mark: str | None, old_mark: str | None = None,
+                                   msg_ids: list[str] | None = None) -> int:
+        await self._load()
+        return await super().update_messages_mark(new_mark, old_mark, msg_ids)
+
+    async def size(self) -> int:
+        await self._load()
+        return await super().size()
+
+    async def clear(self) -> None:
+        """Clear this view and the session's stored window (without writing episodic memory)."""
+        await super().clear()
+        self._loaded = True
+        await asyncio.to_thread(self.memory.clear_context, user_id=self.user_id, session_id=self.session_id,
+                                tenant_id=self.tenant_id)
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
+        super().load_state_dict(state_dict, strict=strict)
+        self._loaded = False  # the window may hold turns newer than the saved state; _load skips known ids
+
+
+def _response(text: str, **metadata: Any) -> ToolResponse:
+    # metadata carries ids and texts exactly, so callers need not parse the text the model reads
+    return ToolResponse(content=[TextBlock(type="text", text=text)], metadata=metadata)
+
+
+class PortamemLongTermMemory(LongTermMemoryBase):
+    """Long-term memory for ``ReActAgent(long_term_memory=..., long_term_memory_mode=...)``.
+
+    Static control: ``retrieve`` recalls memories for the incoming message and ``record`` hands the
+    conversation to portamem's write path (working window, captured facts, episodic compression).
+    Agent control: ``record_to_memory`` and ``retrieve_from_memory`` are the agent's tools;
+    ``forget_from_memory`` can be registered as a third.
+    """
+
+    def __init__(self, memory: Memory, *, user_id: str, session_id: str = "default",
+                 tenant_id: str | None = None, top_k: int = 5) -> None:
+        super().__init__()
+        self.memory = memory
+        self.user_id = user_id
+        self.session_id = session_id
+        self.tenant_id = tenant_id
+        self.top_k = top_k
+
+    async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:
+        """Store the finished turns of ``msgs`` (ReActAgent passes its whole short-term memory; known ones are skipped)."""
+        await aadd_messages(self.memory, conversation([(m, []) for m in msgs if m is not None]),
+                            user_id=self.user_id, session_id=self.session_id, tenant_id=self.tenant_id)
+
+    async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
+        """Memories for the incoming message(s), one line each; empty when nothing is relevant."""
+        msgs = [m for m in (msg if isinstance(msg, list) else [msg]) if m is not None]
+        query = "\n".join(t for t in map(text_of, msgs) if t.strip())
+        if not query:
+            return ""
+        hits = await arecall(self.memory, query, user_id=self.user_id, session_id=self.session_id,
+                             top_k=limit or self.top_k, tenant_id=self.tenant_id, shown=[query])
+        return format_memories(hits, header=None)
+
+    async def record_to_memory(self, thinking: str, content: list[str], **kwargs: Any) -> ToolResponse:
+        """Record durable facts about the user for later conversations: who, when, where, what, why.
+
+        Args:
+            thinking (`str`):
+                Why this information is worth remembering; kept with the memory, not as one.
+            content (`list[str]`):
+                The facts, each a complete, standalone sentence.
+        """
+        records = await self.memory.asave_memories(
+            [{"content": c, "session_id": self.session_id, "metadata": {"thinking": thinking} if thinking else {}}
+             for c in content],
+            user_id=self.user_id, tenant_id=self.tenant_id,
+        )
+        lines = "\n".join(f"- {r.memory_id}: {r.content}" for r in records)
+        return _response(f"Recorded {len(records)} memory(ies):\n{lines}", memory_ids=[r.memory_id for r in records])
+
+    async def retrieve_from_memory(self, keywords: list[str], limit: int = 5, **kwargs: Any) -> ToolResponse:
+        """Search long-term memory about the user; each line shows a memory's id, date, trust and score.
+
+        Args:
+            keywords (`list[str]`):
+                Short search phrases: a name, a place, a date, a topic.
+            limit (`int`, defaults to `5`):
+                The most memories to return.
+        """
+        query = " ".join(k for k in keywords if k.strip())
+        hits = await self.memory.asearch_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id)
+        return _response(
+            format_memories(hits, ids=True) or "(no relevant memories found)",
+            memories=[{"memory_id": h.memory_id, "content": h.content, "score": h.score} for h in hits],
+        )
+
+    async def forget_from_memory(self, memory_ids: list[str], **kwargs: Any) -> ToolResponse:
+        """Forget memories that are wrong or that the user wants gone.
+
+        Args:
+            memory_ids (`list[str]`):
+                The ids retrieve_from_memory shows.
+        """
+        gone = await self.memory.aforget_memory(memory_ids, user_id=self.user_id, tenant_id=self.tenant_id)
+        return _response(f"Forgot {len(memory_ids)} memory(ies).", memory_ids=list(memory_ids), changed=gone)
