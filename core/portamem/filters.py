@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from .errors import ValidationError
-from .records import MemoryType, Source, Status, Trust, from_iso
+from .records import MemoryRecord, MemoryType, Source, Status, Trust, from_iso
 
 __all__ = ["SearchFilters"]
 
@@ -79,6 +79,21 @@ class SearchFilters:
             created_after=created_after,
             created_before=created_before,
             min_importance=None if min_imp is None else float(min_imp),
+        )
+
+    def admits(self, record: MemoryRecord) -> bool:
+        """The same test as the store's SQL, for records that came from elsewhere (the vector index)."""
+        created = record.created_at.timestamp()
+        return (
+            record.status in self.statuses
+            and (not self.types or record.type in self.types)
+            and (not self.sources or record.source in self.sources)
+            and (not self.trusts or record.trust in self.trusts)
+            and (self.session_id is None or record.session_id == self.session_id)
+            and (self.agent_id is None or record.agent_id == self.agent_id)
+            and (self.created_after is None or created > self.created_after.timestamp())
+            and (self.created_before is None or created <= self.created_before.timestamp())
+            and (self.min_importance is None or record.importance >= self.min_importance)
         )
 
     @property

@@ -1,31 +1,72 @@
-"""Hybrid retrieval: candidates from vector, BM25 keyword and exact-entity search, merged and scored."""
+"""Hybrid retrieval: vector, BM25 and exact-entity candidates, merged with every component kept, then ranked."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from .entities import extract_entities
+from .dedupe import is_duplicate
+from .entities import extract_entities, normalize_entity
+from .errors import ValidationError
 from .filters import SearchFilters
 from .records import MemoryRecord, ScoreBreakdown, SearchHit, Trust
-from .store import RecordStore
+from .store import RecordStore, keyword_text
+from .text import tokenize
 from .vectors import MilvusVectorIndex
 
-__all__ = ["Candidate", "Retriever", "ComponentScorer", "recency_score"]
+__all__ = [
+    "SOURCES",
+    "PRIORS",
+    "Candidate",
+    "ComponentScorer",
+    "TraceEntry",
+    "Retriever",
+    "bm25_idf",
+    "combine",
+    "evidence_share",
+    "explain",
+    "recency_score",
+]
+
+#: the candidate generators; each one's score is also computed for the candidates of the others
+SOURCES: tuple[str, ...] = ("vector", "keyword", "entity")
+
+#: components that describe a memory, not its match to the query. They count in proportion to the
+#: query evidence, so a fresh or important but unrelated memory gains almost nothing from them.
+PRIORS: frozenset[str] = frozenset({"recency", "importance"})
+
+#: BM25's usual term-saturation and length constants (those of SQLite FTS5's bm25())
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: two results this similar but not identical may state different values of one fact
+_CONFLICT_COSINE = 0.8
+_CONFLICT_WORDS = 0.6
+#: share of a memory's words found in one window turn that makes it already in the prompt
+_WINDOW_COVERAGE = 0.9
+#: relations of the rule extractor that hold one value at a time; (likes, dislikes) exclude each other
+_SINGLE_VALUED = frozenset({"name", "lives_in", "works_at"})
+_OPPOSITE = {"likes": "dislikes", "dislikes": "likes"}
 
 
 @dataclass
 class Candidate:
-    """A record found by one or more retrievers, with every component score kept (each 0..1)."""
+    """A record found by one or more retrievers, with every component score kept (each 0..1).
+
+    ``found_by`` is the provenance (which retrievers returned it); ``raw`` keeps the unnormalised
+    scores (cosine, bm25) for debugging.
+    """
 
     memory_id: str
     components: dict[str, float] = field(default_factory=dict)
     found_by: set[str] = field(default_factory=set)
     record: MemoryRecord | None = None
+    raw: dict[str, float] = field(default_factory=dict)
 
 
 #: adds or changes named components of each candidate (a retrieval-scorer plugin):
@@ -33,9 +74,71 @@ class Candidate:
 ComponentScorer = Callable[[str, list[Candidate], datetime, Any], None]
 
 
+@dataclass
+class TraceEntry:
+    """What ranking did with one candidate: its final score and its fate (kept, or why not)."""
+
+    candidate: Candidate
+    final: float
+    fate: str = "kept"
+    rank: int | None = None
+
+
 def recency_score(created_at: datetime, now: datetime, lam: float) -> float:
+    """exp(-lam * age_hours); a memory from the future (clock skew) counts as new."""
     age_hours = max(0.0, (now - created_at).total_seconds() / 3600.0)
     return math.exp(-lam * age_hours)
+
+
+def bm25_idf(n_docs: int, df: int) -> float:
+    """BM25's inverse document frequency, floored as SQLite FTS5's bm25() floors it."""
+    idf = math.log((n_docs - df + 0.5) / (df + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+def evidence_share(components: Mapping[str, Any], weights: Mapping[str, float]) -> Any:
+    """The weighted query evidence as a share (0..1) of its most: how much the priors may count.
+
+    Works on floats and, for the weight search, on numpy arrays of many candidates at once. With no
+    evidence weight at all (a recency-only ranking, say) the priors count in full.
+    """
+    ceiling = sum(w for n, w in weights.items() if n not in PRIORS and w > 0)
+    if ceiling <= 0:
+        return 1.0
+    return sum(weights.get(n, 0.0) * v for n, v in components.items() if n not in PRIORS) / ceiling
+
+
+def combine(components: Mapping[str, Any], weights: Mapping[str, float]) -> Any:
+    """final = sum(weight * component), the priors (``PRIORS``) scaled by the evidence share."""
+    share = evidence_share(components, weights)
+    return sum(weights.get(n, 0.0) * v * (share if n in PRIORS else 1.0) for n, v in components.items())
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text, keep_stopwords=True))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def _cosine(a: MemoryRecord, b: MemoryRecord) -> float:
+    if a.embedding is None or b.embedding is None or a.embedding_model != b.embedding_model:
+        return 0.0
+    return float(np.dot(np.asarray(a.embedding, dtype=np.float32), np.asarray(b.embedding, dtype=np.float32)))
+
+
+def _triples_conflict(a: MemoryRecord, b: MemoryRecord) -> bool:
+    for s1, r1, o1 in (t[:3] for t in a.triples if len(t) >= 3):
+        for s2, r2, o2 in (t[:3] for t in b.triples if len(t) >= 3):
+            if normalize_entity(s1) != normalize_entity(s2):
+                continue
+            same_object = normalize_entity(o1) == normalize_entity(o2)
+            if r1 == r2 and r1 in _SINGLE_VALUED and not same_object:
+                return True
+            if _OPPOSITE.get(r1) == r2 and same_object:
+                return True
+    return False
 
 
 class Retriever:
@@ -46,6 +149,7 @@ class Retriever:
         self.index = index
         self.embed_query = embed_query
 
+    # ------------------------------------------------------------------ candidates
     def candidates(
         self,
         query: str,
@@ -54,33 +158,102 @@ class Retriever:
         user_id: str,
         filters: SearchFilters,
         k: int,
-        sources: Sequence[str] = ("vector", "keyword", "entity"),
+        sources: Sequence[str] = SOURCES,
     ) -> dict[str, Candidate]:
+        """The union of each source's top ``k``, every member scored by every requested source.
+
+        A memory that one retriever found and another did not rank in its top ``k`` still gets that
+        retriever's score, so the merge never mistakes "not in the list" for "no match".
+        """
+        if isinstance(sources, str) or not sources or set(sources) - set(SOURCES):
+            raise ValidationError(f"sources must be a non-empty list drawn from {list(SOURCES)}, got {sources!r}")
         found: dict[str, Candidate] = {}
 
-        def add(memory_id: str, name: str, score: float) -> None:
-            cand = found.setdefault(memory_id, Candidate(memory_id))
-            cand.components[name] = max(cand.components.get(name, 0.0), score)
-            cand.found_by.add(name)
+        def add(memory_id: str, name: str) -> None:
+            found.setdefault(memory_id, Candidate(memory_id)).found_by.add(name)
 
+        qvec = None
         if "vector" in sources:
-            qvec = self.embed_query(query)
+            qvec = np.asarray(self.embed_query(query), dtype=np.float32)
             if filters.index_only_active:
-                for hit in self.index.search(tenant_id, user_id, qvec, k, filters):
-                    add(hit.memory_id, "vector", max(0.0, hit.score))
+                vector_hits = [(h.memory_id, h.score) for h in self.index.search(tenant_id, user_id, qvec, k, filters)]
             else:  # statuses the index does not hold: exact scan of the stored vectors
-                for memory_id, score in self._scan(qvec, tenant_id, user_id, filters, k):
-                    add(memory_id, "vector", max(0.0, score))
+                vector_hits = self._scan(qvec, tenant_id, user_id, filters, k)
+            for memory_id, _ in vector_hits:
+                add(memory_id, "vector")
         if "keyword" in sources:
-            hits = self.store.keyword_search(tenant_id, user_id, query, filters, k)
-            top = max((s for _, s in hits), default=0.0)
-            for memory_id, score in hits:
-                add(memory_id, "keyword", score / top if top > 0 else 0.0)
+            for memory_id, _ in self.store.keyword_search(tenant_id, user_id, query, filters, k):
+                add(memory_id, "keyword")
+        query_entities = extract_entities(query) if "entity" in sources else []
+        n_user = self.store.count(tenant_id, user_id)
+        entity_weights: dict[str, float] = {}
+        if query_entities:
+            df = self.store.entity_counts(tenant_id, user_id, query_entities)
+            entity_weights = {e: bm25_idf(n_user, df.get(e, 0)) for e in query_entities}
+            # an entity held by more memories than we rank cannot single any of them out
+            selective = [e for e in query_entities if 0 < df.get(e, 0) <= 4 * k]
+            for memory_id, _ in self.store.entity_search(tenant_id, user_id, selective, filters, k):
+                add(memory_id, "entity")
+        if not found:
+            return found
+        # the store re-checks tenant, user and filters: the index is never trusted for isolation
+        records = self.store.get(tenant_id, user_id, list(found))
+        for memory_id in list(found):
+            record = records.get(memory_id)
+            if record is None or not filters.admits(record):
+                del found[memory_id]
+            else:
+                found[memory_id].record = record
+        if qvec is not None:
+            self._score_vector(qvec, found, [s for _, s in vector_hits])
+        if "keyword" in sources:
+            self._score_keyword(query, tenant_id, user_id, n_user, found)
         if "entity" in sources:
-            query_entities = extract_entities(query)
-            for memory_id, n in self.store.entity_search(tenant_id, user_id, query_entities, filters, k):
-                add(memory_id, "entity", n / len(query_entities))
+            self._score_entities(entity_weights, found)
         return found
+
+    def _score_vector(self, qvec: np.ndarray, found: dict[str, Candidate], pool: list[float]) -> None:
+        # cosine scales differ by model (E5 puts unrelated text near 0.8, USE near 0.1): measure
+        # each match above this query's background, the median of its nearest neighbours
+        floor = float(np.median(pool)) if pool else 0.0
+        for cand in found.values():
+            rec = cand.record
+            assert rec is not None
+            if rec.embedding is None or rec.embedding_model != self.index.model:
+                cos = 0.0
+            else:
+                cos = float(np.dot(np.asarray(rec.embedding, dtype=np.float32), qvec))
+            cand.raw["cosine"] = cos
+            cand.components["vector"] = max(0.0, (cos - floor) / (1.0 - floor)) if floor < 1.0 else 0.0
+
+    def _score_keyword(self, query: str, tenant_id: str, user_id: str, n_docs: int, found: dict[str, Candidate]) -> None:
+        """BM25 with this user's statistics, as a share of what a memory holding every query word once
+        would score: a weak best match stays weak, and query words no memory holds count against all."""
+        tokens = list(dict.fromkeys(tokenize(query)))
+        if not tokens:
+            for cand in found.values():
+                cand.components["keyword"] = 0.0
+            return
+        mean_len, df = self.store.keyword_stats(tenant_id, user_id, tokens)
+        idf = {t: bm25_idf(n_docs, df.get(t, 0)) for t in tokens}
+        ceiling = sum(idf.values())
+        for cand in found.values():
+            assert cand.record is not None
+            text = keyword_text(cand.record)
+            counts = Counter(tokenize(text))
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(text) / mean_len) if mean_len > 0 else BM25_K1
+            bm25 = sum(idf[t] * counts[t] * (BM25_K1 + 1.0) / (counts[t] + norm) for t in tokens if counts[t])
+            cand.raw["bm25"] = bm25
+            cand.components["keyword"] = min(1.0, bm25 / ceiling)
+
+    @staticmethod
+    def _score_entities(weights: Mapping[str, float], found: dict[str, Candidate]) -> None:
+        total = sum(weights.values())
+        for cand in found.values():
+            assert cand.record is not None
+            held = {normalize_entity(e) for e in cand.record.entities}
+            matched = sum(w for e, w in weights.items() if e in held)
+            cand.components["entity"] = matched / total if total > 0 else 0.0
 
     def _scan(
         self, qvec: np.ndarray, tenant_id: str, user_id: str, filters: SearchFilters, k: int
@@ -96,6 +269,7 @@ class Retriever:
         order = np.argsort(-scores)[:k]
         return [(records[i].memory_id, float(scores[i])) for i in order]
 
+    # ------------------------------------------------------------------ ranking
     def rank(
         self,
         query: str,
@@ -107,33 +281,147 @@ class Retriever:
         now: datetime,
         top_k: int,
         min_score: float = 0.0,
-        scorers: Sequence[ComponentScorer] = (),
+        scorers: Sequence[ComponentScorer] | Mapping[str, ComponentScorer] = (),
         settings: Any = None,
         trust_factor: Mapping[Trust, float] | None = None,
+        window: Sequence[str] = (),
+        duplicate_cosine: float = 0.92,
+        trace: list[TraceEntry] | None = None,
     ) -> list[SearchHit]:
-        # the store re-checks tenant, user and status: the index is never trusted for isolation
-        records = self.store.get(tenant_id, user_id, list(candidates))
-        live = []
-        for memory_id, cand in candidates.items():
-            record = records.get(memory_id)
-            if record is None:
-                continue
-            cand.record = record
-            # an exact entity match is keyword evidence: keep whichever is stronger
-            cand.components["keyword"] = max(cand.components.get("keyword", 0.0), cand.components.pop("entity", 0.0))
-            cand.components.setdefault("vector", 0.0)
-            live.append(cand)
-        for scorer in scorers:
+        """Score, threshold, drop what ``window`` (texts already in the prompt) holds, collapse
+        near-identical results (the newest stays), mark conflicts (the newest first), cut to top-k.
+
+        ``trace``, when given, receives one entry per candidate with its fate, for debugging.
+        """
+        missing = [m for m, c in candidates.items() if c.record is None]
+        if missing:  # candidates built elsewhere: fetch them, scoped by tenant and user
+            records = self.store.get(tenant_id, user_id, missing)
+            for memory_id in missing:
+                candidates[memory_id].record = records.get(memory_id)
+        live = [c for c in candidates.values() if c.record is not None]
+        for scorer in scorers.values() if isinstance(scorers, Mapping) else scorers:
             scorer(query, live, now, settings)
-        hits = []
+        entries = []
         for cand in live:
             assert cand.record is not None
-            final = sum(weights.get(name, 0.0) * value for name, value in cand.components.items())
+            share = evidence_share(cand.components, weights)
+            for name in PRIORS & cand.components.keys():
+                # the breakdown shows what each prior added, so that it sums to the final score
+                cand.raw[name] = cand.components[name]
+                cand.components[name] *= share
+            final = sum(weights.get(n, 0.0) * v for n, v in cand.components.items())
             if trust_factor is not None:
                 final *= trust_factor.get(cand.record.trust, 1.0)
-            if final < min_score:
+            entries.append(TraceEntry(cand, final))
+        entries.sort(key=lambda e: (-e.final, -e.candidate.record.created_at.timestamp(), e.candidate.memory_id))  # type: ignore[union-attr]
+        if trace is not None:
+            trace.extend(entries)
+        window_words = [w for w in (_words(t) for t in window) if w]
+        kept: list[TraceEntry] = []
+        kept_words: list[frozenset[str]] = []
+        for entry in entries:
+            if len(kept) >= top_k:
+                entry.fate = "below top-k"
                 continue
-            breakdown = ScoreBreakdown(final=final, components=dict(cand.components), weights=dict(weights))
-            hits.append(SearchHit(cand.record, final, breakdown, tuple(sorted(cand.found_by))))
-        hits.sort(key=lambda h: (-h.score, -h.record.created_at.timestamp(), h.record.memory_id))
-        return hits[:top_k]
+            if entry.final < min_score:
+                entry.fate = f"below min_score {min_score:g}"
+                continue
+            record = entry.candidate.record
+            assert record is not None
+            words = _words(record.content)
+            if words and any(len(words & w) >= _WINDOW_COVERAGE * len(words) for w in window_words):
+                entry.fate = "already in the working window"
+                continue
+            twin = next(
+                (i for i, other in enumerate(kept) if self._same(record, words, other.candidate.record, kept_words[i],
+                                                                 duplicate_cosine)),
+                None,
+            )
+            if twin is not None:
+                other = kept[twin]
+                assert other.candidate.record is not None
+                if record.created_at > other.candidate.record.created_at:  # the newest says it best
+                    kept[twin], kept_words[twin] = entry, words
+                    other.fate = f"near-identical to newer {record.memory_id}"
+                else:
+                    entry.fate = f"near-identical to newer {other.candidate.memory_id}"
+                continue
+            kept.append(entry)
+            kept_words.append(words)
+        hits = [self._hit(e, weights) for e in kept]
+        hits = self._mark_conflicts(hits, kept_words)
+        for i, hit in enumerate(hits, 1):
+            next(e for e in kept if e.candidate.memory_id == hit.memory_id).rank = i
+        return hits
+
+    @staticmethod
+    def _same(a: MemoryRecord, a_words: frozenset[str], b: MemoryRecord | None, b_words: frozenset[str],
+              threshold: float) -> bool:
+        if b is None:
+            return False
+        if " ".join(a.content.split()).casefold() == " ".join(b.content.split()).casefold():
+            return True
+        # one rule for "the same memory" on write and on read: words, numbers and negation must agree
+        return is_duplicate(a.content, b.content, _cosine(a, b), threshold)
+
+    @staticmethod
+    def _hit(entry: TraceEntry, weights: Mapping[str, float]) -> SearchHit:
+        cand = entry.candidate
+        assert cand.record is not None
+        used = {n: float(weights.get(n, 0.0)) for n in cand.components}
+        breakdown = ScoreBreakdown(final=entry.final, components=dict(cand.components), weights=used)
+        return SearchHit(cand.record, entry.final, breakdown, tuple(s for s in SOURCES if s in cand.found_by)
+                         + tuple(sorted(cand.found_by - set(SOURCES))))
+
+    @staticmethod
+    def _mark_conflicts(hits: list[SearchHit], words: list[frozenset[str]]) -> list[SearchHit]:
+        """Pairs that state different values of one fact point at each other; the newer goes first."""
+        n = len(hits)
+        links: dict[int, set[int]] = {i: set() for i in range(n)}
+        for i in range(n):
+            for j in range(i + 1, n):
+                a, b = hits[i].record, hits[j].record
+                if (
+                    a.superseded_by == b.memory_id or b.superseded_by == a.memory_id
+                    or _triples_conflict(a, b)
+                    or (_jaccard(words[i], words[j]) >= _CONFLICT_WORDS and _cosine(a, b) >= _CONFLICT_COSINE)
+                ):
+                    links[i].add(j)
+                    links[j].add(i)
+        for i, others in links.items():
+            if others:
+                hits[i].conflicts_with = tuple(hits[j].memory_id for j in sorted(others))
+        order: list[int] = []
+        placed: set[int] = set()
+        for i in range(n):
+            if i in placed:
+                continue
+            # an older memory waits behind every newer memory it conflicts with
+            group = sorted({i} | {j for j in links[i] if j not in placed},
+                           key=lambda m: (-hits[m].record.created_at.timestamp(), m))
+            order.extend(group)
+            placed.update(group)
+        return [hits[i] for i in order]
+
+
+def explain(query: str, trace: Sequence[TraceEntry], prompt: str = "", *, limit: int = 30) -> str:
+    """A readable account of one search: every candidate with its sources, components, final score
+    and fate, then the prompt text the kept hits make. For ``search_memory(debug=True)``."""
+    names = sorted({n for e in trace for n in e.candidate.components}, key=lambda n: (n not in SOURCES, n))
+    lines = [f"query: {query!r}  ({len(trace)} candidates)"]
+    lines.append("  rank  final   " + " ".join(f"{n[:8]:>8}" for n in names) + "  found by          fate / content")
+    for entry in list(trace)[:limit]:
+        cand = entry.candidate
+        record = cand.record
+        text = " ".join(record.content.split())[:70] if record is not None else "?"
+        comps = " ".join(f"{cand.components[n]:8.3f}" if n in cand.components else f"{'-':>8}" for n in names)
+        raw = ", ".join(f"{k} {v:.3f}" for k, v in cand.raw.items())
+        lines.append(f"  {entry.rank or '':>4}  {entry.final:.3f}  {comps}  {'+'.join(sorted(cand.found_by)):<16}  "
+                     f"{entry.fate}: {text}")
+        if raw:
+            lines.append(f"{'':14}raw: {raw}")
+    if len(trace) > limit:
+        lines.append(f"  ... {len(trace) - limit} more candidates")
+    lines.append("prompt:")
+    lines.append(prompt or "  (nothing recalled)")
+    return "\n".join(lines)

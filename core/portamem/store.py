@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from .entities import normalize_entity
 from .errors import StoreError, StoreOpenError
 from .filters import SearchFilters
 from .records import MemoryRecord, MemoryType, Source, Status, Trust, Turn
@@ -117,6 +118,13 @@ _FTS_DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5("
     "tokens, tokenize=\"unicode61 remove_diacritics 2 tokenchars '-_'\")"
 )
+#: how many of a user's newest records give the average length that BM25 weighs lengths against
+_LENGTH_SAMPLE = 1000
+
+
+def keyword_text(record: MemoryRecord) -> str:
+    """The text the keyword index holds for a record: its content, then its summary."""
+    return record.content if not record.summary else f"{record.content}\n{record.summary}"
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -303,11 +311,10 @@ class RecordStore:
             conn.execute(
                 entities_t.insert(),
                 [{"pk": pk, "tenant_id": record.tenant_id, "user_id": record.user_id, "entity": e[:256]}
-                 for e in dict.fromkeys(record.entities)],
+                 for e in dict.fromkeys(normalize_entity(e) for e in record.entities) if e],
             )
-        text = record.content if not record.summary else f"{record.content}\n{record.summary}"
         conn.exec_driver_sql(
-            "INSERT INTO memory_fts(rowid, tokens) VALUES (?, ?)", (pk, " ".join(tokenize(text)))
+            "INSERT INTO memory_fts(rowid, tokens) VALUES (?, ?)", (pk, " ".join(tokenize(keyword_text(record))))
         )
 
     def replace(self, conn: Connection, record: MemoryRecord) -> None:
@@ -436,6 +443,34 @@ class RecordStore:
         with self.engine.connect() as conn:
             return [(r[0], -float(r[1])) for r in conn.execute(q)]
 
+    def keyword_stats(self, tenant_id: str, user_id: str, tokens: Sequence[str]) -> tuple[float, dict[str, int]]:
+        """BM25 statistics of one user's records (with ``count`` for their number): the mean text
+        length in characters, over the newest ``_LENGTH_SAMPLE``, and per search token how many hold it.
+
+        bm25() in FTS5 counts every user's records; these keep one user's scores independent of
+        what other users store.
+        """
+        fts = sa.table("memory_fts", sa.column("rowid"))
+        scope = self._scope(tenant_id, user_id)
+        text_len = sa.func.length(memories.c.content) + sa.func.coalesce(sa.func.length(memories.c.summary) + 1, 0)
+        newest = (
+            sa.select(text_len.label("n")).where(*scope).order_by(memories.c.pk.desc()).limit(_LENGTH_SAMPLE).subquery()
+        )
+        df: dict[str, int] = {}
+        with self.engine.connect() as conn:
+            mean_len = float(conn.execute(sa.select(sa.func.avg(newest.c.n))).scalar() or 0.0)
+            for token in dict.fromkeys(tokens):
+                expr = fts_match_expression([token])
+                if expr is None:
+                    continue
+                q = (
+                    sa.select(sa.func.count())
+                    .select_from(fts.join(memories, memories.c.pk == fts.c.rowid))
+                    .where(sa.text("memory_fts MATCH :expr").bindparams(expr=expr), *scope)
+                )
+                df[token] = int(conn.execute(q).scalar() or 0)
+        return mean_len, df
+
     def entity_search(
         self, tenant_id: str, user_id: str, entities: Sequence[str], filters: SearchFilters, k: int
     ) -> list[tuple[str, int]]:
@@ -458,6 +493,19 @@ class RecordStore:
         )
         with self.engine.connect() as conn:
             return [(r[0], int(r[1])) for r in conn.execute(q)]
+
+    def entity_counts(self, tenant_id: str, user_id: str, entities: Sequence[str]) -> dict[str, int]:
+        """How many of the user's records hold each entity (for its weight; ``count`` gives the total)."""
+        if not entities:
+            return {}
+        q = (
+            sa.select(entities_t.c.entity, sa.func.count())
+            .where(entities_t.c.tenant_id == tenant_id, entities_t.c.user_id == user_id,
+                   entities_t.c.entity.in_(list(entities)))
+            .group_by(entities_t.c.entity)
+        )
+        with self.engine.connect() as conn:
+            return {r[0]: int(r[1]) for r in conn.execute(q)}
 
     # ---------------------------------------------------------------- vector-index outbox
     def unindexed(self, limit: int = 1000) -> list[tuple[int, MemoryRecord]]:
