@@ -35,40 +35,9 @@ import pytest
 
 pytest.register_assert_rewrite("portamem_conformance.contracts", "portamem_conformance.switching")
 
-from .contracts import (  # noqa: E402
-    FACTS,
-    TURNS,
-    AsyncTests,
-    ConformanceTests,
-    DriverTests,
-    ErrorTests,
-    ForgetTests,
-    IsolationTests,
-    RestartTests,
-    RoundTripTests,
-    TurnTests,
-    opened,
-)
-from .driver import ROLES, MemoryDriver  # noqa: E402
-from .switching import BUILTIN_DRIVERS, SwitchingTests, load_driver, ordered_pairs  # noqa: E402
+from . import contracts, driver, switching  # noqa: E402
+from .contracts import *  # noqa: E402,F403
+from .driver import *  # noqa: E402,F403
+from .switching import *  # noqa: E402,F403
 
-__all__ = [
-    "MemoryDriver",
-    "ROLES",
-    "ConformanceTests",
-    "DriverTests",
-    "RoundTripTests",
-    "TurnTests",
-    "IsolationTests",
-    "ForgetTests",
-    "RestartTests",
-    "AsyncTests",
-    "ErrorTests",
-    "SwitchingTests",
-    "BUILTIN_DRIVERS",
-    "load_driver",
-    "ordered_pairs",
-    "opened",
-    "FACTS",
-    "TURNS",
-]
+__all__ = [*driver.__all__, *contracts.__all__, *switching.__all__]

@@ -19,6 +19,7 @@ __all__ = [
     "FACTS",
     "TURNS",
     "opened",
+    "StoreTests",
     "DriverTests",
     "RoundTripTests",
     "TurnTests",
@@ -62,16 +63,20 @@ def _pairs(turns: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [m for u, a in turns for m in (("user", u), ("assistant", a))]
 
 
-class DriverTests:
+class StoreTests:
+    """A fresh store directory per test."""
+
+    @pytest.fixture
+    def store_path(self, tmp_path: Path) -> Path:
+        return tmp_path / "store"
+
+
+class DriverTests(StoreTests):
     """Shared fixtures. A subclass overrides ``driver`` and nothing else."""
 
     @pytest.fixture
     def driver(self) -> MemoryDriver:
         raise NotImplementedError("override the `driver` fixture to return your adapter's MemoryDriver")
-
-    @pytest.fixture
-    def store_path(self, tmp_path: Path) -> Path:
-        return tmp_path / "store"
 
     def test_driver_matches_protocol(self, driver: MemoryDriver) -> None:
         assert isinstance(driver, MemoryDriver)

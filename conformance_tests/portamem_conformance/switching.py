@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .contracts import FACTS, TURNS, opened
+from .contracts import FACTS, TURNS, StoreTests, opened
 from .driver import MemoryDriver
 
 __all__ = ["BUILTIN_DRIVERS", "STRICT_ENV", "load_driver", "ordered_pairs", "SwitchingTests"]
@@ -46,7 +46,7 @@ def ordered_pairs(names: list[str] | None = None) -> list[tuple[str, str]]:
     return list(itertools.permutations(names or list(BUILTIN_DRIVERS), 2))
 
 
-class SwitchingTests:
+class SwitchingTests(StoreTests):
     """Write through ``writer``, close, reopen the same store through ``reader``. Override both fixtures."""
 
     @pytest.fixture
@@ -56,10 +56,6 @@ class SwitchingTests:
     @pytest.fixture
     def reader(self) -> MemoryDriver:
         raise NotImplementedError("override `reader`")
-
-    @pytest.fixture
-    def store_path(self, tmp_path: Path) -> Path:
-        return tmp_path / "store"
 
     def test_memories_rank_the_same_through_the_other_framework(
         self, writer: MemoryDriver, reader: MemoryDriver, store_path: Path
