@@ -26,6 +26,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("decay_eviction", "portamem_plugins.eviction"),
     ("rule_extractor", "portamem_plugins.extract"),
     ("extractive_summary", "portamem_plugins.summarize"),
+    ("guard", "portamem_plugins.guard"),
 )
 
 #: comma-separated plugin names that must not be loaded
