@@ -6,6 +6,7 @@ import asyncio
 import functools
 import json
 import logging
+import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,8 @@ from .records import (
     importance_band,
     utcnow,
 )
-from .retrieval import Retriever
+from .recall import format_memories
+from .retrieval import SOURCES, Retriever, TraceEntry, explain
 from .lifecycle import MaintenanceReport, maintain
 from .pipeline import WriteContext
 from .plugins import Hooks, get_plugin_manager
@@ -563,8 +565,19 @@ class Memory:
         top_k: int | None = None,
         tenant_id: str | None = None,
         now: datetime | None = None,
+        sources: Sequence[str] = SOURCES,
+        weights: Mapping[str, float] | None = None,
+        window_session: str | None = None,
+        shown: Iterable[str] = (),
+        debug: bool | IO[str] = False,
     ) -> list[SearchHit]:
-        """Hybrid search of one user's memories; each hit carries its score breakdown and provenance."""
+        """Hybrid search of one user's memories; each hit carries its score breakdown and provenance.
+
+        ``sources`` and ``weights`` narrow or reweigh the read path (baselines, tuning). Memories the
+        prompt already holds, the turns of ``window_session``'s working window and the ``shown`` texts,
+        are left out. ``debug`` prints every candidate, its scores and fate, and the prompt text
+        (to stderr, or to the stream given).
+        """
         self._check_open()
         user_id = self._check_id("user_id", user_id)
         tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
@@ -578,22 +591,36 @@ class Memory:
         f = SearchFilters.coerce(filters)
         now = now or utcnow()
         s = self.settings
+        if weights is not None:
+            s.replace(weights=dict(weights))  # validates them
+        window = [t for t in shown if isinstance(t, str) and t.strip()]
+        if window_session is not None:
+            for turn in self.context(user_id=user_id, session_id=window_session, tenant_id=tenant_id):
+                window.append(f"{turn.user}\n{turn.assistant}")
         candidates = self.retriever.candidates(
-            query, tenant_id=tenant_id, user_id=user_id, filters=f, k=max(s.candidate_k, k)
+            query, tenant_id=tenant_id, user_id=user_id, filters=f, k=max(s.candidate_k, k), sources=sources
         )
         registered = self.hooks.scorers()
-        return self.retriever.rank(
+        trace: list[TraceEntry] | None = [] if debug else None
+        hits = self.retriever.rank(
             query,
             candidates,
             tenant_id=tenant_id,
             user_id=user_id,
-            weights={**{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
+            weights=weights if weights is not None else {
+                **{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
             now=now,
             top_k=k,
             min_score=s.min_score,
             scorers=[r.fn for r in registered.values()],
             settings=s,
+            window=window,
+            duplicate_cosine=s.dedupe_threshold,
+            trace=trace,
         )
+        if trace is not None:
+            print(explain(query, trace, format_memories(hits)), file=sys.stderr if debug is True else debug)
+        return hits
 
     def get_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
         self._check_open()
