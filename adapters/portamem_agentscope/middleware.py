@@ -16,11 +16,10 @@ from agentscope.tool import ToolBase  # noqa: E402
 
 from portamem import Memory  # noqa: E402
 from portamem.errors import ValidationError  # noqa: E402
-from portamem.messages import aadd_messages, awindow_messages  # noqa: E402
-from portamem.recall import arecall, format_memories  # noqa: E402
 
 from .messages import from_msg, text_of, to_msgs  # noqa: E402
-from .tools import Scope, memory_tools  # noqa: E402
+from .scope import Scope  # noqa: E402
+from .tools import memory_tools  # noqa: E402
 
 if TYPE_CHECKING:
     from agentscope.agent import Agent
@@ -52,7 +51,7 @@ async def restore_context(state: AgentState, memory: Memory, *, user_id: str, se
     """
     if state.context:
         return 0
-    restored = to_msgs(await awindow_messages(memory, user_id=user_id, session_id=session_id, tenant_id=tenant_id))
+    restored = to_msgs(await Scope(memory, user_id, session_id, tenant_id).window())
     state.context.extend(restored)
     return len(restored)
 
@@ -96,10 +95,8 @@ class PortamemMiddleware(MiddlewareBase):
         return self.scope.memory
 
     async def _note(self, agent: Agent, query: str) -> Msg | None:
-        s = self.scope
-        hits = await arecall(s.memory, query, user_id=s.user_id, session_id=s.session_id, top_k=self.top_k,
-                             tenant_id=s.tenant_id, shown=[text_of(m) for m in agent.state.context])
-        text = format_memories(hits, header=self.memory_header)
+        text = await self.scope.recall(query, top_k=self.top_k, shown=[text_of(m) for m in agent.state.context],
+                                       header=self.memory_header)
         # user messages may not carry hints; formatters turn an assistant hint into a user message
         return AssistantMsg(name="memory", content=[HintBlock(hint=text)]) if text else None
 
@@ -124,8 +121,7 @@ class PortamemMiddleware(MiddlewareBase):
                 yield item
         finally:
             if self.keep_window and asked and final is not None:
-                await aadd_messages(s.memory, [*map(from_msg, asked), from_msg(final)], user_id=s.user_id,
-                                    session_id=s.session_id, tenant_id=s.tenant_id)
+                await s.record([*map(from_msg, asked), from_msg(final)])
 
     async def on_system_prompt(self, agent: Agent, current_prompt: str) -> str:
         if self.mode == "static_control":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ._framework import require
@@ -13,26 +12,13 @@ from agentscope.message import TextBlock  # noqa: E402
 from agentscope.permission import PermissionBehavior, PermissionDecision  # noqa: E402
 from agentscope.tool import ToolBase, ToolChunk  # noqa: E402
 
-from portamem import Memory  # noqa: E402
-from portamem.recall import format_memories  # noqa: E402
+from .scope import Scope, ToolResult  # noqa: E402
 
-__all__ = ["Scope", "SearchMemoryTool", "AddMemoryTool", "ForgetMemoryTool", "memory_tools", "NOTHING_FOUND"]
-
-NOTHING_FOUND = "(no relevant memories found)"
+__all__ = ["SearchMemoryTool", "AddMemoryTool", "ForgetMemoryTool", "memory_tools"]
 
 
-@dataclass(frozen=True)
-class Scope:
-    """The store and whose memories a middleware and its tools work on."""
-
-    memory: Memory
-    user_id: str
-    session_id: str = "default"
-    tenant_id: str | None = None
-
-
-def _chunk(text: str, **metadata: Any) -> ToolChunk:
-    # metadata carries ids and texts exactly, so callers need not parse the text the model reads
+def _chunk(result: ToolResult) -> ToolChunk:
+    text, metadata = result
     return ToolChunk(content=[TextBlock(text=text)], metadata=metadata)
 
 
@@ -70,13 +56,7 @@ class SearchMemoryTool(_MemoryTool):
     is_read_only = True
 
     async def call(self, keywords: list[str], limit: int = 5) -> ToolChunk:
-        query = " ".join(k for k in keywords if k.strip())
-        s = self.scope
-        hits = await s.memory.asearch_memory(query, user_id=s.user_id, top_k=limit, tenant_id=s.tenant_id)
-        return _chunk(
-            format_memories(hits, ids=True) or NOTHING_FOUND,
-            memories=[{"memory_id": h.memory_id, "content": h.content, "score": h.score} for h in hits],
-        )
+        return _chunk(await self.scope.search(keywords, limit))
 
 
 class AddMemoryTool(_MemoryTool):
@@ -98,14 +78,7 @@ class AddMemoryTool(_MemoryTool):
     is_read_only = False
 
     async def call(self, thinking: str, content: list[str]) -> ToolChunk:
-        s = self.scope
-        records = await s.memory.asave_memories(
-            [{"content": c, "session_id": s.session_id, "metadata": {"thinking": thinking} if thinking else {}}
-             for c in content],
-            user_id=s.user_id, tenant_id=s.tenant_id,
-        )
-        lines = "\n".join(f"- {r.memory_id}: {r.content}" for r in records)
-        return _chunk(f"Recorded {len(records)} memory(ies):\n{lines}", memory_ids=[r.memory_id for r in records])
+        return _chunk(await self.scope.add(thinking, content))
 
 
 class ForgetMemoryTool(_MemoryTool):
@@ -120,9 +93,7 @@ class ForgetMemoryTool(_MemoryTool):
     is_read_only = False
 
     async def call(self, memory_ids: list[str]) -> ToolChunk:
-        s = self.scope
-        gone = await s.memory.aforget_memory(memory_ids, user_id=s.user_id, tenant_id=s.tenant_id)
-        return _chunk(f"Forgot {len(memory_ids)} memory(ies).", memory_ids=list(memory_ids), changed=gone)
+        return _chunk(await self.scope.forget(memory_ids))
 
 
 def memory_tools(scope: Scope) -> list[ToolBase]:

@@ -20,16 +20,12 @@ __all__ = ["AgentScope1Driver"]
 
 @dataclass
 class _Handle:
-    memory: Memory
     long_term: PortamemLongTermMemory
-    user_id: str
-    session_id: str
-    tenant_id: str
 
     def short_term(self) -> PortamemMemory:
         # a new instance per call reads the window afresh, as a restarted agent would
-        return PortamemMemory(self.memory, user_id=self.user_id, session_id=self.session_id,
-                              tenant_id=self.tenant_id)
+        s = self.long_term.scope
+        return PortamemMemory(s.memory, user_id=s.user_id, session_id=s.session_id, tenant_id=s.tenant_id)
 
 
 class AgentScope1Driver:
@@ -41,11 +37,10 @@ class AgentScope1Driver:
 
     def open(self, path: Path, *, user_id: str, session_id: str = "default", tenant_id: str = "default") -> _Handle:
         memory = Memory(path, embedder=self._embedder, tenant_id=tenant_id)
-        ltm = PortamemLongTermMemory(memory, user_id=user_id, session_id=session_id, tenant_id=tenant_id)
-        return _Handle(memory, ltm, user_id, session_id, tenant_id)
+        return _Handle(PortamemLongTermMemory(memory, user_id=user_id, session_id=session_id, tenant_id=tenant_id))
 
     def close(self, handle: _Handle) -> None:
-        handle.memory.close()
+        handle.long_term.scope.memory.close()
 
     def remember(self, handle: _Handle, text: str) -> str:
         return asyncio.run(self.aremember(handle, text))

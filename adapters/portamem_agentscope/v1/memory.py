@@ -10,9 +10,8 @@ from agentscope.message import Msg, TextBlock
 from agentscope.tool import ToolResponse
 
 from portamem import Memory
-from portamem.messages import aadd_messages, awindow_messages
-from portamem.recall import arecall, format_memories
 
+from ..scope import Scope, ToolResult
 from .messages import conversation, text_of, to_msgs
 
 __all__ = ["PortamemMemory", "PortamemLongTermMemory"]
@@ -29,18 +28,14 @@ class PortamemMemory(InMemoryMemory):
     def __init__(self, memory: Memory, *, user_id: str, session_id: str = "default",
                  tenant_id: str | None = None) -> None:
         super().__init__()
-        self.memory = memory
-        self.user_id = user_id
-        self.session_id = session_id
-        self.tenant_id = tenant_id
+        self.scope = Scope(memory, user_id, session_id, tenant_id)
         self._loaded = False
 
     async def _load(self) -> None:
         if self._loaded:
             return
         self._loaded = True
-        stored = to_msgs(await awindow_messages(self.memory, user_id=self.user_id, session_id=self.session_id,
-                                                tenant_id=self.tenant_id))
+        stored = to_msgs(await self.scope.window())
         known = {m.id for m, _ in self.content}
         self.content[:0] = [(m, []) for m in stored if m.id not in known]
 
@@ -49,8 +44,7 @@ class PortamemMemory(InMemoryMemory):
         await self._load()
         await super().add(memories, marks, allow_duplicates=allow_duplicates, **kwargs)
         # the window skips what it holds already and keeps an unfinished turn out until its reply
-        await aadd_messages(self.memory, conversation(self.content), user_id=self.user_id,
-                            session_id=self.session_id, tenant_id=self.tenant_id)
+        await self.scope.record(conversation(self.content))
 
     async def get_memory(self, mark: str | None = None, exclude_mark: str | None = None,
                          prepend_summary: bool = True, **kwargs: Any) -> list[Msg]:
@@ -78,16 +72,17 @@ class PortamemMemory(InMemoryMemory):
         """Clear this view and the session's stored window (without writing episodic memory)."""
         await super().clear()
         self._loaded = True
-        await asyncio.to_thread(self.memory.clear_context, user_id=self.user_id, session_id=self.session_id,
-                                tenant_id=self.tenant_id)
+        s = self.scope
+        await asyncio.to_thread(s.memory.clear_context, user_id=s.user_id, session_id=s.session_id,
+                                tenant_id=s.tenant_id)
 
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
         super().load_state_dict(state_dict, strict=strict)
         self._loaded = False  # the window may hold turns newer than the saved state; _load skips known ids
 
 
-def _response(text: str, **metadata: Any) -> ToolResponse:
-    # metadata carries ids and texts exactly, so callers need not parse the text the model reads
+def _response(result: ToolResult) -> ToolResponse:
+    text, metadata = result
     return ToolResponse(content=[TextBlock(type="text", text=text)], metadata=metadata)
 
 
@@ -103,16 +98,12 @@ class PortamemLongTermMemory(LongTermMemoryBase):
     def __init__(self, memory: Memory, *, user_id: str, session_id: str = "default",
                  tenant_id: str | None = None, top_k: int = 5) -> None:
         super().__init__()
-        self.memory = memory
-        self.user_id = user_id
-        self.session_id = session_id
-        self.tenant_id = tenant_id
+        self.scope = Scope(memory, user_id, session_id, tenant_id)
         self.top_k = top_k
 
     async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:
         """Store the finished turns of ``msgs`` (ReActAgent passes its whole short-term memory; known ones are skipped)."""
-        await aadd_messages(self.memory, conversation([(m, []) for m in msgs if m is not None]),
-                            user_id=self.user_id, session_id=self.session_id, tenant_id=self.tenant_id)
+        await self.scope.record(conversation([(m, []) for m in msgs if m is not None]))
 
     async def retrieve(self, msg: Msg | list[Msg] | None, limit: int = 5, **kwargs: Any) -> str:
         """Memories for the incoming message(s), one line each; empty when nothing is relevant."""
@@ -120,9 +111,7 @@ class PortamemLongTermMemory(LongTermMemoryBase):
         query = "\n".join(t for t in map(text_of, msgs) if t.strip())
         if not query:
             return ""
-        hits = await arecall(self.memory, query, user_id=self.user_id, session_id=self.session_id,
-                             top_k=limit or self.top_k, tenant_id=self.tenant_id, shown=[query])
-        return format_memories(hits, header=None)
+        return await self.scope.recall(query, top_k=limit or self.top_k, shown=[query])
 
     async def record_to_memory(self, thinking: str, content: list[str], **kwargs: Any) -> ToolResponse:
         """Record durable facts about the user for later conversations: who, when, where, what, why.
@@ -133,13 +122,7 @@ class PortamemLongTermMemory(LongTermMemoryBase):
             content (`list[str]`):
                 The facts, each a complete, standalone sentence.
         """
-        records = await self.memory.asave_memories(
-            [{"content": c, "session_id": self.session_id, "metadata": {"thinking": thinking} if thinking else {}}
-             for c in content],
-            user_id=self.user_id, tenant_id=self.tenant_id,
-        )
-        lines = "\n".join(f"- {r.memory_id}: {r.content}" for r in records)
-        return _response(f"Recorded {len(records)} memory(ies):\n{lines}", memory_ids=[r.memory_id for r in records])
+        return _response(await self.scope.add(thinking, content))
 
     async def retrieve_from_memory(self, keywords: list[str], limit: int = 5, **kwargs: Any) -> ToolResponse:
         """Search long-term memory about the user; each line shows a memory's id, date, trust and score.
@@ -150,12 +133,7 @@ class PortamemLongTermMemory(LongTermMemoryBase):
             limit (`int`, defaults to `5`):
                 The most memories to return.
         """
-        query = " ".join(k for k in keywords if k.strip())
-        hits = await self.memory.asearch_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id)
-        return _response(
-            format_memories(hits, ids=True) or "(no relevant memories found)",
-            memories=[{"memory_id": h.memory_id, "content": h.content, "score": h.score} for h in hits],
-        )
+        return _response(await self.scope.search(keywords, limit))
 
     async def forget_from_memory(self, memory_ids: list[str], **kwargs: Any) -> ToolResponse:
         """Forget memories that are wrong or that the user wants gone.
@@ -164,5 +142,4 @@ class PortamemLongTermMemory(LongTermMemoryBase):
             memory_ids (`list[str]`):
                 The ids retrieve_from_memory shows.
         """
-        gone = await self.memory.aforget_memory(memory_ids, user_id=self.user_id, tenant_id=self.tenant_id)
-        return _response(f"Forgot {len(memory_ids)} memory(ies).", memory_ids=list(memory_ids), changed=gone)
+        return _response(await self.scope.forget(memory_ids))

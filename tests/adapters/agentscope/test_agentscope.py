@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,22 +35,6 @@ from portamem.errors import FrameworkNotInstalledError, ValidationError  # noqa:
 from portamem.messages import Message, window_messages  # noqa: E402
 
 CAT = "My cat is called Tom and he sleeps on the piano."
-
-
-def _open(path: Path, embedder: Embedder) -> Memory:
-    return Memory(settings=Settings(path=str(path)), embedder=embedder)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def mem(store: Path, embedder: Embedder) -> Any:
-    m = _open(store, embedder)
-    yield m
-    m.close()
 
 
 async def _agent(mw: PortamemMiddleware, model: ScriptedChatModel) -> Agent:
@@ -99,15 +82,15 @@ def test_the_1x_module_refuses_to_load_beside_2x() -> None:
         importlib.import_module("portamem_agentscope.v1")
 
 
-def test_unknown_mode_is_a_validation_error(mem: Memory) -> None:
+def test_unknown_mode_is_a_validation_error(memory: Memory) -> None:
     with pytest.raises(ValidationError, match="mode"):
-        PortamemMiddleware(mem, user_id="alice", mode="always")  # type: ignore[arg-type]
+        PortamemMiddleware(memory, user_id="alice", mode="always")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- middleware
-async def test_recall_is_injected_after_the_user_message_and_the_exchange_written_back(mem: Memory) -> None:
-    mem.save_memory(CAT, user_id="alice")
-    mw = PortamemMiddleware(mem, user_id="alice", session_id="s1", mode="static_control")
+async def test_recall_is_injected_after_the_user_message_and_the_exchange_written_back(memory: Memory) -> None:
+    memory.save_memory(CAT, user_id="alice")
+    mw = PortamemMiddleware(memory, user_id="alice", session_id="s1", mode="static_control")
     model = ScriptedChatModel(["Your cat is Tom."])
     agent = await _agent(mw, model)
     reply = await agent.reply(UserMsg(name="alice", content="What is the name of my cat?"))
@@ -115,19 +98,19 @@ async def test_recall_is_injected_after_the_user_message_and_the_exchange_writte
     names = [m.name for m in agent.state.context]
     assert names == ["alice", "memory", "Friday"]
     assert CAT in _hints(model.inputs[-1])[0]
-    stored = window_messages(mem, user_id="alice", session_id="s1")
+    stored = window_messages(memory, user_id="alice", session_id="s1")
     assert [(m.role, m.text) for m in stored] == [("user", "What is the name of my cat?"),
                                                   ("assistant", "Your cat is Tom.")]
     assert to_msg(stored[-1]) == reply  # the reply Msg comes back whole: blocks, id, timestamps
     assert AgentState.model_validate_json(agent.state.model_dump_json()).context == agent.state.context
 
 
-async def test_modes_decide_tools_prompt_and_recall(mem: Memory) -> None:
-    mem.save_memory(CAT, user_id="alice")
-    static = PortamemMiddleware(mem, user_id="alice", mode="static_control")
+async def test_modes_decide_tools_prompt_and_recall(memory: Memory) -> None:
+    memory.save_memory(CAT, user_id="alice")
+    static = PortamemMiddleware(memory, user_id="alice", mode="static_control")
     assert await static.list_tools() == []
     assert await static.on_system_prompt(None, "S") == "S"  # type: ignore[arg-type]
-    agentic = PortamemMiddleware(mem, user_id="alice", mode="agent_control")
+    agentic = PortamemMiddleware(memory, user_id="alice", mode="agent_control")
     assert [t.name for t in await agentic.list_tools()] == ["search_memory", "add_memory", "forget_memory"]
     assert "search_memory" in await agentic.on_system_prompt(None, "S")  # type: ignore[arg-type]
     model = ScriptedChatModel(["ok"])
@@ -136,8 +119,8 @@ async def test_modes_decide_tools_prompt_and_recall(mem: Memory) -> None:
     assert not any(CAT in h for h in _hints(model.inputs[-1]))
 
 
-async def test_memory_tools_run_without_asking_the_user(mem: Memory) -> None:
-    mw = PortamemMiddleware(mem, user_id="alice")
+async def test_memory_tools_run_without_asking_the_user(memory: Memory) -> None:
+    mw = PortamemMiddleware(memory, user_id="alice")
     model = ScriptedChatModel([
         [ToolCallBlock(id="c1", name="add_memory", input=json.dumps({"thinking": "a pet", "content": [CAT]}))],
         "Saved.",
@@ -145,12 +128,12 @@ async def test_memory_tools_run_without_asking_the_user(mem: Memory) -> None:
     agent = await _agent(mw, model)
     events = [e async for e in agent.reply_stream(UserMsg(name="alice", content="Remember my cat."))]
     assert not any(isinstance(e, RequireUserConfirmEvent) for e in events)
-    [record] = [r for r in mem.list_memories(user_id="alice") if r.content == CAT]
+    [record] = [r for r in memory.list_memories(user_id="alice") if r.content == CAT]
     assert record.metadata["thinking"] == "a pet"
 
 
-async def test_tools_report_ids_and_raise_typed_errors(mem: Memory) -> None:
-    tools = {t.name: t for t in await PortamemMiddleware(mem, user_id="alice").list_tools()}
+async def test_tools_report_ids_and_raise_typed_errors(memory: Memory) -> None:
+    tools = {t.name: t for t in await PortamemMiddleware(memory, user_id="alice").list_tools()}
     saved = await tools["add_memory"](thinking="", content=[CAT])
     [memory_id] = saved.metadata["memory_ids"]
     found = await tools["search_memory"](keywords=["cat", "name"], limit=3)
@@ -161,48 +144,48 @@ async def test_tools_report_ids_and_raise_typed_errors(mem: Memory) -> None:
         await tools["add_memory"](thinking="", content=["   "])
 
 
-async def test_restore_fills_only_an_empty_context(mem: Memory) -> None:
+async def test_restore_fills_only_an_empty_context(memory: Memory) -> None:
     state = AgentState()
-    assert await restore_context(state, mem, user_id="alice") == 0
-    mw = PortamemMiddleware(mem, user_id="alice")
+    assert await restore_context(state, memory, user_id="alice") == 0
+    mw = PortamemMiddleware(memory, user_id="alice")
     await (await _agent(mw, ScriptedChatModel(["hi back"]))).reply(UserMsg(name="alice", content="hi"))
-    assert await restore_context(state, mem, user_id="alice") == 2
-    assert await restore_context(state, mem, user_id="alice") == 0 and len(state.context) == 2
+    assert await restore_context(state, memory, user_id="alice") == 2
+    assert await restore_context(state, memory, user_id="alice") == 0 and len(state.context) == 2
 
 
 # ---------------------------------------------------------------- agents end to end, offline
-async def test_a_fresh_agent_continues_the_conversation_after_reopening(store: Path, embedder: Embedder) -> None:
-    mem = _open(store, embedder)
-    mw = PortamemMiddleware(mem, user_id="alice", session_id="chat")
+async def test_a_fresh_agent_continues_the_conversation_after_reopening(settings: Settings, embedder: Embedder) -> None:
+    memory = Memory(settings=settings, embedder=embedder)
+    mw = PortamemMiddleware(memory, user_id="alice", session_id="chat")
     await (await _agent(mw, ScriptedChatModel(["What a nice name."]))).reply(
         UserMsg(name="alice", content="I just adopted a cat called Tom."))
-    mem.close()
+    memory.close()
 
-    mem = _open(store, embedder)
+    memory = Memory(settings=settings, embedder=embedder)
     try:
         model = ScriptedChatModel(["Your cat is called Tom."])
-        mw = PortamemMiddleware(mem, user_id="alice", session_id="chat")
+        mw = PortamemMiddleware(memory, user_id="alice", session_id="chat")
         await (await _agent(mw, model)).reply(UserMsg(name="alice", content="What is my cat called?"))
         texts = [t for t in (m.get_text_content() for m in model.inputs[-1]) if t]
         assert texts[1:] == ["I just adopted a cat called Tom.", "What a nice name.", "What is my cat called?"]
     finally:
-        mem.close()
+        memory.close()
 
 
-async def test_a_fact_saved_by_the_agent_is_recalled_in_another_session(store: Path, embedder: Embedder) -> None:
-    mem = _open(store, embedder)
-    mw = PortamemMiddleware(mem, user_id="alice", session_id="monday")
+async def test_a_fact_saved_by_the_agent_is_recalled_in_another_session(settings: Settings, embedder: Embedder) -> None:
+    memory = Memory(settings=settings, embedder=embedder)
+    mw = PortamemMiddleware(memory, user_id="alice", session_id="monday")
     script = [[ToolCallBlock(id="c1", name="add_memory", input=json.dumps({"thinking": "pet", "content": [CAT]}))],
               "I will remember Tom."]
     await (await _agent(mw, ScriptedChatModel(script))).reply(UserMsg(name="alice", content="My cat? Tom."))
-    mem.close()
+    memory.close()
 
-    mem = _open(store, embedder)
+    memory = Memory(settings=settings, embedder=embedder)
     try:
         model = ScriptedChatModel(["Tom."])
-        mw = PortamemMiddleware(mem, user_id="alice", session_id="tuesday")
+        mw = PortamemMiddleware(memory, user_id="alice", session_id="tuesday")
         await (await _agent(mw, model)).reply(UserMsg(name="alice", content="What is the name of my cat?"))
         assert any(CAT in h for h in _hints(model.inputs[-1]))
         assert not model.saw("My cat? Tom.")  # Monday's window stays in Monday
     finally:
-        mem.close()
+        memory.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,22 +21,6 @@ from portamem.errors import FrameworkNotInstalledError, ValidationError  # noqa:
 from portamem.messages import Message, window_messages  # noqa: E402
 
 CAT = "My cat is called Tom and he sleeps on the piano."
-
-
-def _open(path: Path, embedder: Embedder) -> Memory:
-    return Memory(settings=Settings(path=str(path)), embedder=embedder)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def mem(store: Path, embedder: Embedder) -> Any:
-    m = _open(store, embedder)
-    yield m
-    m.close()
 
 
 def _agent(model: ScriptedChatModel, **kwargs: Any) -> ReActAgent:
@@ -79,46 +62,46 @@ def test_the_2x_middleware_refuses_to_load_beside_1x() -> None:
 
 
 # ---------------------------------------------------------------- short-term memory
-async def test_finished_turns_reach_the_window_without_hints(mem: Memory) -> None:
-    short = PortamemMemory(mem, user_id="alice", session_id="s1")
+async def test_finished_turns_reach_the_window_without_hints(memory: Memory) -> None:
+    short = PortamemMemory(memory, user_id="alice", session_id="s1")
     await short.add(Msg("alice", "What is my cat called?", "user"))
     await short.add(Msg("user", "<system-hint>be brief</system-hint>", "user"), marks="hint")
-    assert window_messages(mem, user_id="alice", session_id="s1") == []  # no reply yet
+    assert window_messages(memory, user_id="alice", session_id="s1") == []  # no reply yet
     await short.add(Msg("Friday", "Tom.", "assistant"))
-    stored = window_messages(mem, user_id="alice", session_id="s1")
+    stored = window_messages(memory, user_id="alice", session_id="s1")
     assert [(m.role, m.text) for m in stored] == [("user", "What is my cat called?"), ("assistant", "Tom.")]
     assert await short.delete_by_mark("hint") == 1 and await short.size() == 2
 
-    again = PortamemMemory(mem, user_id="alice", session_id="s1")
+    again = PortamemMemory(memory, user_id="alice", session_id="s1")
     assert [m.get_text_content() for m in await again.get_memory()] == ["What is my cat called?", "Tom."]
     await again.add(Msg("alice", "Thanks", "user"))
-    assert len(window_messages(mem, user_id="alice", session_id="s1")) == 2  # known turns are not written twice
+    assert len(window_messages(memory, user_id="alice", session_id="s1")) == 2  # known turns are not written twice
     await again.clear()
-    assert await PortamemMemory(mem, user_id="alice", session_id="s1").size() == 0
+    assert await PortamemMemory(memory, user_id="alice", session_id="s1").size() == 0
 
 
-async def test_state_dict_round_trip(mem: Memory) -> None:
-    short = PortamemMemory(mem, user_id="alice")
+async def test_state_dict_round_trip(memory: Memory) -> None:
+    short = PortamemMemory(memory, user_id="alice")
     await short.add([Msg("alice", "hi", "user"), Msg("Friday", "hello", "assistant")])
-    restored = PortamemMemory(mem, user_id="alice")
+    restored = PortamemMemory(memory, user_id="alice")
     restored.load_state_dict(short.state_dict())
     assert [m.to_dict() for m in await restored.get_memory()] == [m.to_dict() for m in await short.get_memory()]
 
 
 # ---------------------------------------------------------------- long-term memory
-async def test_record_skips_what_it_stored_and_retrieve_finds_facts(mem: Memory) -> None:
-    ltm = PortamemLongTermMemory(mem, user_id="alice", session_id="s1")
+async def test_record_skips_what_it_stored_and_retrieve_finds_facts(memory: Memory) -> None:
+    ltm = PortamemLongTermMemory(memory, user_id="alice", session_id="s1")
     chat = [Msg("alice", "I adopted a cat.", "user"), Msg("Friday", "Lovely!", "assistant")]
     await ltm.record(chat)
     await ltm.record([*chat, Msg("alice", "His name is Tom.", "user"), Msg("Friday", "Hi Tom!", "assistant")])
-    assert len(mem.context(user_id="alice", session_id="s1")) == 2
+    assert len(memory.context(user_id="alice", session_id="s1")) == 2
     await ltm.record_to_memory(thinking="a pet", content=[CAT])
     assert CAT in await ltm.retrieve(Msg("alice", "What is the name of my cat?", "user"))
     assert await ltm.retrieve(None) == ""
 
 
-async def test_tool_functions_report_ids_and_raise_typed_errors(mem: Memory) -> None:
-    ltm = PortamemLongTermMemory(mem, user_id="alice")
+async def test_tool_functions_report_ids_and_raise_typed_errors(memory: Memory) -> None:
+    ltm = PortamemLongTermMemory(memory, user_id="alice")
     [memory_id] = (await ltm.record_to_memory(thinking="", content=[CAT])).metadata["memory_ids"]
     found = await ltm.retrieve_from_memory(keywords=["cat", "name"])
     assert found.metadata["memories"][0]["memory_id"] == memory_id and memory_id in found.content[0]["text"]
@@ -129,24 +112,24 @@ async def test_tool_functions_report_ids_and_raise_typed_errors(mem: Memory) -> 
 
 
 # ---------------------------------------------------------------- ReActAgent end to end, offline
-async def test_agent_records_a_fact_and_recalls_it_in_a_later_run(store: Path, embedder: Embedder) -> None:
-    mem = _open(store, embedder)
+async def test_agent_records_a_fact_and_recalls_it_in_a_later_run(settings: Settings, embedder: Embedder) -> None:
+    memory = Memory(settings=settings, embedder=embedder)
     model = ScriptedChatModel([
         [ToolUseBlock(type="tool_use", id="c1", name="record_to_memory", input={"thinking": "pet", "content": [CAT]})],
         "I will remember Tom.",
     ])
-    agent = _agent(model, memory=PortamemMemory(mem, user_id="alice", session_id="monday"),
-                   long_term_memory=PortamemLongTermMemory(mem, user_id="alice", session_id="monday"),
+    agent = _agent(model, memory=PortamemMemory(memory, user_id="alice", session_id="monday"),
+                   long_term_memory=PortamemLongTermMemory(memory, user_id="alice", session_id="monday"),
                    long_term_memory_mode="both")
     assert {"record_to_memory", "retrieve_from_memory"} <= {s["function"]["name"] for s in agent.toolkit.get_json_schemas()}
     await agent(Msg("alice", "My cat is Tom, keep that in mind.", "user"))
-    mem.close()
+    memory.close()
 
-    mem = _open(store, embedder)
+    memory = Memory(settings=settings, embedder=embedder)
     try:
         model = ScriptedChatModel(["Your cat is Tom."])
-        agent = _agent(model, memory=PortamemMemory(mem, user_id="alice", session_id="tuesday"),
-                       long_term_memory=PortamemLongTermMemory(mem, user_id="alice", session_id="tuesday"),
+        agent = _agent(model, memory=PortamemMemory(memory, user_id="alice", session_id="tuesday"),
+                       long_term_memory=PortamemLongTermMemory(memory, user_id="alice", session_id="tuesday"),
                        long_term_memory_mode="static_control")
         reply = await agent(Msg("alice", "What is the name of my cat?", "user"))
         assert reply.get_text_content() == "Your cat is Tom."
@@ -154,20 +137,20 @@ async def test_agent_records_a_fact_and_recalls_it_in_a_later_run(store: Path, e
         users = [str(p["content"]) for p in model.prompts[-1] if p["role"] == "user"]
         assert len(users) == 2 and "What is the name of my cat?" in users[0]  # Monday's window stays in Monday
     finally:
-        mem.close()
+        memory.close()
 
 
-async def test_agent_continues_the_session_after_reopening(store: Path, embedder: Embedder) -> None:
-    mem = _open(store, embedder)
-    await _agent(ScriptedChatModel(["What a nice name."]), memory=PortamemMemory(mem, user_id="alice"))(
+async def test_agent_continues_the_session_after_reopening(settings: Settings, embedder: Embedder) -> None:
+    memory = Memory(settings=settings, embedder=embedder)
+    await _agent(ScriptedChatModel(["What a nice name."]), memory=PortamemMemory(memory, user_id="alice"))(
         Msg("alice", "I just adopted a cat called Tom.", "user"))
-    mem.close()
+    memory.close()
 
-    mem = _open(store, embedder)
+    memory = Memory(settings=settings, embedder=embedder)
     try:
         model = ScriptedChatModel(["Tom."])
-        await _agent(model, memory=PortamemMemory(mem, user_id="alice"))(Msg("alice", "My cat's name?", "user"))
+        await _agent(model, memory=PortamemMemory(memory, user_id="alice"))(Msg("alice", "My cat's name?", "user"))
         said = [str(p.get("content")) for p in model.prompts[-1]]
         assert "I just adopted a cat called Tom." in said[1] and "What a nice name." in said[2]
     finally:
-        mem.close()
+        memory.close()

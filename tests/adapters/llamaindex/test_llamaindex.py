@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,22 +36,6 @@ from portamem.errors import FrameworkNotInstalledError, ValidationError  # noqa:
 from portamem.messages import Message  # noqa: E402
 
 CAT = "My cat is called Tom and he sleeps on the piano."
-
-
-def _open(path: Path, embedder: Embedder) -> Memory:
-    return Memory(settings=Settings(path=str(path)), embedder=embedder)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def mem(store: Path, embedder: Embedder) -> Any:
-    m = _open(store, embedder)
-    yield m
-    m.close()
 
 
 def _texts(messages: list[ChatMessage]) -> list[str]:
@@ -92,41 +75,41 @@ def test_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 # ---------------------------------------------------------------- BaseMemory
-def test_a_turn_is_stored_when_the_final_reply_arrives(mem: Memory) -> None:
-    chat = PortamemMemory(mem, user_id="alice", session_id="s1")
+def test_a_turn_is_stored_when_the_final_reply_arrives(memory: Memory) -> None:
+    chat = PortamemMemory(memory, user_id="alice", session_id="s1")
     chat.put(ChatMessage(role="user", content="Find my tea note"))
-    assert mem.context(user_id="alice", session_id="s1") == [] and len(chat.pending) == 1
+    assert memory.context(user_id="alice", session_id="s1") == [] and len(chat.pending) == 1
     call = ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="c1", tool_name="t", tool_kwargs={})])
     result = ChatMessage(role="tool", content="green tea", additional_kwargs={"tool_call_id": "c1"})
     chat.put_messages([call, result, ChatMessage(role="assistant", content="You like green tea.")])
     assert chat.pending == []
-    [turn] = mem.context(user_id="alice", session_id="s1")
+    [turn] = memory.context(user_id="alice", session_id="s1")
     assert (turn.user, turn.assistant) == ("Find my tea note", "You like green tea.")
     assert chat.get_all() == [ChatMessage(role="user", content="Find my tea note"), call, result,
                               ChatMessage(role="assistant", content="You like green tea.")]
 
 
-def test_get_puts_recalled_memories_before_the_history(mem: Memory) -> None:
-    mem.save_memory(CAT, user_id="alice")
-    chat = PortamemMemory(mem, user_id="alice")
+def test_get_puts_recalled_memories_before_the_history(memory: Memory) -> None:
+    memory.save_memory(CAT, user_id="alice")
+    chat = PortamemMemory(memory, user_id="alice")
     chat.put(ChatMessage(role="user", content="What is the name of my cat?"))
     first, *history = chat.get()
     assert first.role == MessageRole.SYSTEM and CAT in (first.content or "")
     assert _texts(history) == ["What is the name of my cat?"] == _texts(chat.get_all())
-    assert PortamemMemory(mem, user_id="alice", show_recall=False).get("cat?") == []
+    assert PortamemMemory(memory, user_id="alice", show_recall=False).get("cat?") == []
 
 
-def test_recall_leaves_out_what_the_window_already_shows(mem: Memory) -> None:
-    chat = PortamemMemory(mem, user_id="alice")
+def test_recall_leaves_out_what_the_window_already_shows(memory: Memory) -> None:
+    chat = PortamemMemory(memory, user_id="alice")
     chat.put_messages([ChatMessage(role="user", content=f"Remember that {CAT}"),
                        ChatMessage(role="assistant", content="Noted.")])
-    assert any(CAT in r.content for r in mem.list_memories(user_id="alice"))  # captured as a memory
+    assert any(CAT in r.content for r in memory.list_memories(user_id="alice"))  # captured as a memory
     chat.put(ChatMessage(role="user", content="What is the name of my cat?"))
     assert [m.role for m in chat.get()] == [MessageRole.USER, MessageRole.ASSISTANT, MessageRole.USER]
 
 
-def test_set_and_reset_replace_the_session(mem: Memory) -> None:
-    chat = PortamemMemory(mem, user_id="alice", session_id="s1")
+def test_set_and_reset_replace_the_session(memory: Memory) -> None:
+    chat = PortamemMemory(memory, user_id="alice", session_id="s1")
     chat.put_messages([ChatMessage(role="user", content="one"), ChatMessage(role="assistant", content="1")])
     chat.set([ChatMessage(role="user", content="two"), ChatMessage(role="assistant", content="2")])
     assert _texts(chat.get_all()) == ["two", "2"]
@@ -135,8 +118,8 @@ def test_set_and_reset_replace_the_session(mem: Memory) -> None:
     assert chat.get_all() == [] and chat.pending == []
 
 
-async def test_async_twins_match_sync(mem: Memory) -> None:
-    chat = PortamemMemory(mem, user_id="alice")
+async def test_async_twins_match_sync(memory: Memory) -> None:
+    chat = PortamemMemory(memory, user_id="alice")
     await chat.aput_messages([ChatMessage(role="user", content="hi"), ChatMessage(role="assistant", content="hey")])
     assert _texts(await chat.aget_all()) == ["hi", "hey"] == _texts(chat.get_all())
 
@@ -146,26 +129,26 @@ def test_without_memory_or_path_it_says_what_is_missing() -> None:
         PortamemMemory(user_id="alice").get_all()
 
 
-async def test_workflow_context_round_trip_reopens_the_store(store: Path, embedder: Embedder) -> None:
-    mem = _open(store, embedder)
+async def test_workflow_context_round_trip_reopens_the_store(settings: Settings, embedder: Embedder) -> None:
+    memory = Memory(settings=settings, embedder=embedder)
     agent = FunctionAgent(tools=[], llm=MockFunctionCallingLLM())
     ctx = Context(agent)
-    await agent.run(user_msg="hi there", memory=PortamemMemory(mem, user_id="alice", session_id="ctx"), ctx=ctx)
+    await agent.run(user_msg="hi there", memory=PortamemMemory(memory, user_id="alice", session_id="ctx"), ctx=ctx)
     data = ctx.to_dict()
-    before = PortamemMemory(mem, user_id="alice", session_id="ctx").get_all()
-    mem.close()
+    before = PortamemMemory(memory, user_id="alice", session_id="ctx").get_all()
+    memory.close()
     restored = await Context.from_dict(agent, data).store.get("memory")
     try:
         assert isinstance(restored, PortamemMemory)
-        assert (restored.path, restored.session_id) == (str(store), "ctx")
+        assert (restored.path, restored.session_id) == (settings.path, "ctx")
         assert restored.get_all() == before and _texts(before) == ["hi there", "hi there"]
     finally:
         restored.memory.close()
 
 
 # ---------------------------------------------------------------- memory block
-async def test_block_archives_flushed_turns_and_recalls_them(mem: Memory) -> None:
-    block = PortamemMemoryBlock(mem, user_id="alice")
+async def test_block_archives_flushed_turns_and_recalls_them(memory: Memory) -> None:
+    block = PortamemMemoryBlock(memory, user_id="alice")
     li_memory = LlamaMemory.from_defaults(session_id="li-1", token_limit=120, chat_history_token_ratio=0.5,
                                           token_flush_size=40, memory_blocks=[block])
     await li_memory.aput_messages([ChatMessage(role="user", content=CAT),
@@ -173,7 +156,7 @@ async def test_block_archives_flushed_turns_and_recalls_them(mem: Memory) -> Non
     for i in range(6):
         await li_memory.aput_messages([ChatMessage(role="user", content=f"Tell me fact number {i} about trains."),
                                        ChatMessage(role="assistant", content=f"Train fact {i}: they run on rails.")])
-    episodes = mem.list_memories(user_id="alice", filters={"type": "episodic"})
+    episodes = memory.list_memories(user_id="alice", filters={"type": "episodic"})
     assert episodes and all(e.session_id == "li-1" and e.type is MemoryType.EPISODIC for e in episodes)
     assert any("Tom" in e.content for e in episodes)
     assert all("session_id" not in m.additional_kwargs for m in await li_memory.aget_all())
@@ -182,27 +165,27 @@ async def test_block_archives_flushed_turns_and_recalls_them(mem: Memory) -> Non
     assert "<portamem>" in (messages[0].content or "") and "Tom" in (messages[0].content or "")
 
 
-async def test_block_returns_nothing_without_a_user_message(mem: Memory) -> None:
-    mem.save_memory(CAT, user_id="alice")
-    block = PortamemMemoryBlock(mem, user_id="alice")
+async def test_block_returns_nothing_without_a_user_message(memory: Memory) -> None:
+    memory.save_memory(CAT, user_id="alice")
+    block = PortamemMemoryBlock(memory, user_id="alice")
     assert await block.aget([ChatMessage(role="assistant", content="hello")]) == ""
     assert CAT in await block.aget([ChatMessage(role="user", content="my cat?")])
 
 
 # ---------------------------------------------------------------- retriever and tools
-async def test_retriever_returns_scored_nodes_keyed_by_memory_id(mem: Memory) -> None:
-    saved = mem.save_memory(CAT, user_id="alice")
-    mem.save_memory("I moved to Oslo in 2019 for a job at the harbour.", user_id="alice")
-    mem.save_memory(CAT, user_id="bob")
-    retriever = PortamemRetriever(mem, user_id="alice", similarity_top_k=1)
+async def test_retriever_returns_scored_nodes_keyed_by_memory_id(memory: Memory) -> None:
+    saved = memory.save_memory(CAT, user_id="alice")
+    memory.save_memory("I moved to Oslo in 2019 for a job at the harbour.", user_id="alice")
+    memory.save_memory(CAT, user_id="bob")
+    retriever = PortamemRetriever(memory, user_id="alice", similarity_top_k=1)
     [hit] = retriever.retrieve("What is the name of my cat?")
     assert (hit.node.node_id, hit.node.get_content(), hit.node.metadata["type"]) == (saved.memory_id, CAT, "semantic")
     assert hit.score is not None and hit.score > 0
     assert [n.node.node_id for n in await retriever.aretrieve("What is the name of my cat?")] == [saved.memory_id]
 
 
-async def test_tools_save_search_and_forget(mem: Memory) -> None:
-    tools = {t.metadata.name: t for t in PortamemToolSpec(mem, user_id="alice").to_tool_list()}
+async def test_tools_save_search_and_forget(memory: Memory) -> None:
+    tools = {t.metadata.name: t for t in PortamemToolSpec(memory, user_id="alice").to_tool_list()}
     assert set(tools) == {"save_memory", "search_memory", "forget_memory"}
     node = tools["save_memory"].call(content=CAT).raw_output
     found = (await tools["search_memory"].acall(query="cat name")).content
@@ -235,40 +218,40 @@ class ScriptedLLM:
         return any(text in (m.content or "") for m in self.inputs[-1])
 
 
-async def test_agent_recalls_a_turn_of_an_earlier_run_after_reopening(store: Path, embedder: Embedder) -> None:
+async def test_agent_recalls_a_turn_of_an_earlier_run_after_reopening(settings: Settings, embedder: Embedder) -> None:
     llm = ScriptedLLM()
-    mem = _open(store, embedder)
+    memory = Memory(settings=settings, embedder=embedder)
     agent = FunctionAgent(tools=[], llm=MockFunctionCallingLLM(response_generator=llm))
-    await agent.run(user_msg="I just adopted a cat called Tom.", memory=PortamemMemory(mem, user_id="alice"))
-    mem.close()
+    await agent.run(user_msg="I just adopted a cat called Tom.", memory=PortamemMemory(memory, user_id="alice"))
+    memory.close()
 
-    mem = _open(store, embedder)
+    memory = Memory(settings=settings, embedder=embedder)
     try:
         agent = FunctionAgent(tools=[], llm=MockFunctionCallingLLM(response_generator=llm))
-        await agent.run(user_msg="What is my cat called?", memory=PortamemMemory(mem, user_id="alice"))
+        await agent.run(user_msg="What is my cat called?", memory=PortamemMemory(memory, user_id="alice"))
         assert llm.saw("I just adopted a cat called Tom.")
     finally:
-        mem.close()
+        memory.close()
 
 
-async def test_agent_uses_a_fact_it_saved_in_another_session(store: Path, embedder: Embedder) -> None:
+async def test_agent_uses_a_fact_it_saved_in_another_session(settings: Settings, embedder: Embedder) -> None:
     llm = ScriptedLLM()
-    mem = _open(store, embedder)
-    tools = PortamemToolSpec(mem, user_id="alice").to_tool_list()
+    memory = Memory(settings=settings, embedder=embedder)
+    tools = PortamemToolSpec(memory, user_id="alice").to_tool_list()
     agent = FunctionAgent(tools=tools, llm=MockFunctionCallingLLM(response_generator=llm))
     await agent.run(user_msg="Please remember my cat's name, it is Tom.",
-                    memory=PortamemMemory(mem, user_id="alice", session_id="monday"))
-    assert [r.content for r in mem.list_memories(user_id="alice") if r.content == CAT] == [CAT]
-    mem.close()
+                    memory=PortamemMemory(memory, user_id="alice", session_id="monday"))
+    assert [r.content for r in memory.list_memories(user_id="alice") if r.content == CAT] == [CAT]
+    memory.close()
 
-    mem = _open(store, embedder)
+    memory = Memory(settings=settings, embedder=embedder)
     try:
         agent = FunctionAgent(tools=[], llm=MockFunctionCallingLLM(response_generator=llm))
         await agent.run(user_msg="What is the name of my cat?",
-                        memory=PortamemMemory(mem, user_id="alice", session_id="tuesday"))
+                        memory=PortamemMemory(memory, user_id="alice", session_id="tuesday"))
         note = next(m for m in llm.inputs[-1] if m.role == MessageRole.SYSTEM)
         assert CAT in (note.content or "")
         users = [m.content for m in llm.inputs[-1] if m.role == MessageRole.USER]
         assert users == ["What is the name of my cat?"]  # another session's window stays out
     finally:
-        mem.close()
+        memory.close()
