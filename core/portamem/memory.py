@@ -890,6 +890,15 @@ class Memory:
         )
         return self._write([draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit)
 
+    def _captured_from(self, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> list[str]:
+        """Ids of memories the write-triggers captured from these turns (same session, same time)."""
+        times = {t.created_at.timestamp() for t in turns}
+        window = SearchFilters(statuses=(Status.ACTIVE, Status.PENDING), session_id=session_id,
+                               created_after=min(turns, key=lambda t: t.created_at).created_at - timedelta(seconds=1),
+                               created_before=max(turns, key=lambda t: t.created_at).created_at)
+        return [r.memory_id for r in self.store.list(tenant_id, user_id, window)
+                if "trigger" in r.metadata and r.created_at.timestamp() in times]
+
     def _episode(self, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> MemoryRecord | None:
         ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings,
                            session_id=session_id, source=Source.USER, explicit=False)
@@ -903,7 +912,7 @@ class Memory:
             session_id=session_id,
             kind="episodic",
             created_at=turns[0].created_at,
-            metadata={"turns": [{"user": t.user, "assistant": t.assistant, "created_at": t.created_at.isoformat(),
+            metadata={"covers": self._captured_from(turns, user_id, tenant_id, session_id), "turns": [{"user": t.user, "assistant": t.assistant, "created_at": t.created_at.isoformat(),
                                  "metadata": t.metadata} for t in turns]},
         )
         record = self._build_record(draft, user_id=user_id, tenant_id=tenant_id)

@@ -361,6 +361,9 @@ class Retriever:
             return False
         if " ".join(a.content.split()).casefold() == " ".join(b.content.split()).casefold():
             return True
+        # an episode and a statement captured from one of its turns hold the same memory
+        if a.memory_id in b.metadata.get("covers", ()) or b.memory_id in a.metadata.get("covers", ()):
+            return True
         # one rule for "the same memory" on write and on read: words, numbers and negation must agree
         return is_duplicate(a.content, b.content, _cosine(a, b), threshold)
 

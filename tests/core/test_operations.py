@@ -113,3 +113,15 @@ async def test_async_twins(memory: Memory) -> None:
     assert await memory.aforget_memory([rec.memory_id], user_id="u1") == [rec.memory_id]
     await memory.aadd_turn("hi", "hello", user_id="u1")
     assert len(await memory.acontext(user_id="u1")) == 1
+
+
+def test_a_captured_statement_and_its_episode_are_recalled_once(tmp_path, embedder) -> None:
+    from portamem import Settings
+
+    settings = Settings(path=str(tmp_path / "c"), window_turns=1)
+    with Memory(settings=settings, embedder=embedder) as mem:
+        captured = mem.add_turn("Please remember that my locker is number 4417.", "Will do.", user_id="u")
+        episode = mem.add_turn("thanks", "any time", user_id="u")[0]
+        assert episode.type is MemoryType.EPISODIC and episode.metadata["covers"] == [captured[0].memory_id]
+        hits = mem.search_memory("what is my locker number?", user_id="u")
+        assert len([h for h in hits if "4417" in h.content]) == 1
