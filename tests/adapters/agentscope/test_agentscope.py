@@ -82,6 +82,19 @@ def test_the_1x_module_refuses_to_load_beside_2x() -> None:
         importlib.import_module("portamem_agentscope.v1")
 
 
+def test_missing_agentscope_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import PackageNotFoundError
+
+    from portamem_agentscope import _framework
+
+    def missing(name: str) -> str:
+        raise PackageNotFoundError(name)
+
+    monkeypatch.setattr(_framework, "version", missing)
+    with pytest.raises(FrameworkNotInstalledError, match=r"portamem\[agentscope\]"):
+        _framework.require(2)
+
+
 def test_unknown_mode_is_a_validation_error(memory: Memory) -> None:
     with pytest.raises(ValidationError, match="mode"):
         PortamemMiddleware(memory, user_id="alice", mode="always")  # type: ignore[arg-type]
