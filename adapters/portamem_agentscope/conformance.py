@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ._framework import require
 
@@ -26,8 +25,6 @@ from .testing import ScriptedChatModel  # noqa: E402
 
 __all__ = ["AgentScopeDriver"]
 
-_T = TypeVar("_T")
-
 
 @dataclass
 class _Handle:
@@ -38,7 +35,8 @@ class _Handle:
 
 async def _call(tool: ToolBase, **kwargs: Any) -> ToolChunk:
     chunk = await tool(**kwargs)
-    assert isinstance(chunk, ToolChunk)
+    if not isinstance(chunk, ToolChunk):  # the memory tools never stream
+        raise TypeError(f"{tool.name} returned {type(chunk).__name__}, not a ToolChunk")
     return chunk
 
 
@@ -51,32 +49,28 @@ class AgentScopeDriver:
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
 
-    @staticmethod
-    def _run(coro: Coroutine[Any, Any, _T]) -> _T:
-        return asyncio.run(coro)
-
     def open(self, path: Path, *, user_id: str, session_id: str = "default", tenant_id: str = "default") -> _Handle:
         memory = Memory(path, embedder=self._embedder, tenant_id=tenant_id)
         mw = PortamemMiddleware(memory, user_id=user_id, session_id=session_id, tenant_id=tenant_id)
-        return _Handle(memory, mw, {t.name: t for t in self._run(mw.list_tools())})
+        return _Handle(memory, mw, {t.name: t for t in asyncio.run(mw.list_tools())})
 
     def close(self, handle: _Handle) -> None:
         handle.memory.close()
 
     def remember(self, handle: _Handle, text: str) -> str:
-        return self._run(self.aremember(handle, text))
+        return asyncio.run(self.aremember(handle, text))
 
     def recall(self, handle: _Handle, query: str, k: int) -> list[str]:
-        return self._run(self.arecall(handle, query, k))
+        return asyncio.run(self.arecall(handle, query, k))
 
     def forget(self, handle: _Handle, ref: str) -> None:
-        self._run(_call(handle.tools["forget_memory"], memory_ids=[ref]))
+        asyncio.run(_call(handle.tools["forget_memory"], memory_ids=[ref]))
 
     def write_turn(self, handle: _Handle, user_text: str, assistant_text: str) -> None:
-        self._run(self.awrite_turn(handle, user_text, assistant_text))
+        asyncio.run(self.awrite_turn(handle, user_text, assistant_text))
 
     def history(self, handle: _Handle) -> list[tuple[str, str]]:
-        return self._run(self.ahistory(handle))
+        return asyncio.run(self.ahistory(handle))
 
     async def aremember(self, handle: _Handle, text: str) -> str:
         chunk = await _call(handle.tools["add_memory"], thinking="", content=[text])

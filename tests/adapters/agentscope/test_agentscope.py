@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,6 @@ from agentscope.message import (  # noqa: E402
     AssistantMsg,
     Base64Source,
     DataBlock,
-    HintBlock,
     Msg,
     TextBlock,
     ThinkingBlock,
