@@ -1,0 +1,92 @@
+"""Neutral messages folded into window turns, archived as episodes, and recall for a prompt."""
+
+from __future__ import annotations
+
+import pytest
+
+from portamem import Memory, MemoryType, Turn
+from portamem.errors import ValidationError
+from portamem.messages import (
+    Message,
+    aadd_messages,
+    add_messages,
+    archive_messages,
+    split_turns,
+    turn_messages,
+    window_messages,
+)
+from portamem.recall import format_memories, recall
+
+CAT = "My cat is called Tom and he sleeps on the piano."
+
+
+def _exchange(n: int) -> list[Message]:
+    return [Message("user", f"question {n}", id=f"u{n}"), Message("assistant", f"answer {n}", id=f"a{n}")]
+
+
+def test_a_turn_runs_from_the_user_to_the_final_reply() -> None:
+    msgs = [Message("system", "be brief"), Message("user", "look up tea"),
+            Message("assistant", "", calls_tools=True), Message("tool", "green"),
+            Message("assistant", "You like green tea."), Message("user", "and coffee?")]
+    turns, rest = split_turns(msgs)
+    assert [len(t) for t in turns] == [5] and [m.text for m in rest] == ["and coffee?"]
+
+
+def test_unknown_role_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError, match="role"):
+        Message("robot", "beep")
+
+
+def test_messages_come_back_whole_from_the_window(memory: Memory) -> None:
+    native = {"blocks": [{"type": "image", "url": "x"}]}
+    first = [Message("user", "Hi\nthere", name="alice", id="1", metadata={"k": 1}, framework="fw", native=native),
+             Message("assistant", "Hello", id="2")]
+    rest = add_messages(memory, first + [Message("user", "open", id="3")], user_id="alice")
+    assert rest == [Message("user", "open", id="3")]
+    [turn] = memory.context(user_id="alice")
+    assert (turn.user, turn.assistant) == ("Hi\nthere", "Hello")
+    assert window_messages(memory, user_id="alice") == first
+
+
+def test_a_whole_transcript_again_adds_only_the_new_turns(memory: Memory) -> None:
+    add_messages(memory, _exchange(1), user_id="alice")
+    add_messages(memory, _exchange(1) + _exchange(2), user_id="alice")
+    assert [t.user for t in memory.context(user_id="alice")] == ["question 1", "question 2"]
+
+
+async def test_async_twin_writes_the_same(memory: Memory) -> None:
+    assert await aadd_messages(memory, _exchange(1), user_id="alice", session_id="s") == []
+    assert [m.text for m in window_messages(memory, user_id="alice", session_id="s")] == ["question 1", "answer 1"]
+
+
+def test_a_turn_without_messages_is_rebuilt_from_its_text() -> None:
+    assert [(m.role, m.text) for m in turn_messages(Turn("hi", "hello"))] == [("user", "hi"), ("assistant", "hello")]
+
+
+def test_messages_a_framework_evicted_become_one_episode(memory: Memory) -> None:
+    record = archive_messages(memory, [Message("user", CAT), Message("assistant", "Lovely.")],
+                              user_id="alice", session_id="s1")
+    assert record is not None and record.type is MemoryType.EPISODIC and record.session_id == "s1"
+    assert "Tom" in record.content and record.metadata["turns"][0]["user"] == CAT
+    assert archive_messages(memory, [], user_id="alice") is None
+
+
+def test_recall_leaves_out_what_the_prompt_already_shows(memory: Memory) -> None:
+    memory.save_memory(CAT, user_id="alice")
+    memory.save_memory("I moved to Oslo in 2019 for a job at the harbour.", user_id="alice")
+    assert CAT in [h.content for h in recall(memory, "my cat", user_id="alice", top_k=2)]
+    assert CAT not in [h.content for h in recall(memory, "my cat", user_id="alice", top_k=2, shown=[CAT])]
+    memory.add_turn(CAT, "Noted.", user_id="alice", session_id="s1")
+    assert CAT not in [h.content for h in recall(memory, "my cat", user_id="alice", session_id="s1", top_k=2)]
+    with pytest.raises(ValidationError):
+        recall(memory, "my cat", user_id="alice", top_k=0)
+
+
+def test_format_shows_date_trust_score_and_optional_ids(memory: Memory) -> None:
+    saved = memory.save_memory(CAT, user_id="alice")
+    hits = memory.search_memory("cat", user_id="alice")
+    line = format_memories(hits, header=None)
+    assert line.startswith(f"- [{saved.created_at:%Y-%m-%d}") and line.endswith(f"] {CAT}")
+    assert "trust medium" in line and "score " in line
+    assert saved.memory_id in format_memories(hits, ids=True)
+    assert format_memories([]) == ""
