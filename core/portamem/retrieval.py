@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,9 @@ _CONFLICT_COSINE = 0.8
 _CONFLICT_WORDS = 0.6
 #: share of a memory's words found in one window turn that makes it already in the prompt
 _WINDOW_COVERAGE = 0.9
+#: BM25 statistics are cached for this many users, this many words each
+_STATS_USERS = 256
+_STATS_TOKENS = 20000
 #: relations of the rule extractor that hold one value at a time; (likes, dislikes) exclude each other
 _SINGLE_VALUED = frozenset({"name", "lives_in", "works_at"})
 _OPPOSITE = {"likes": "dislikes", "dislikes": "likes"}
@@ -148,6 +152,8 @@ class Retriever:
         self.store = store
         self.index = index
         self.embed_query = embed_query
+        self._stats: dict[tuple[str, str], tuple[int, float, dict[str, int]]] = {}
+        self._stats_lock = threading.Lock()
 
     # ------------------------------------------------------------------ candidates
     def candidates(
@@ -209,13 +215,14 @@ class Retriever:
         if "keyword" in sources:
             self._score_keyword(query, tenant_id, user_id, n_user, found)
         if "entity" in sources:
-            self._score_entities(entity_weights, found)
+            self._score_entities(entity_weights, bm25_idf(n_user, 1), found)
         return found
 
     def _score_vector(self, qvec: np.ndarray, found: dict[str, Candidate], pool: list[float]) -> None:
-        # cosine scales differ by model (E5 puts unrelated text near 0.8, USE near 0.1): measure
-        # each match above this query's background, the median of its nearest neighbours
-        floor = float(np.median(pool)) if pool else 0.0
+        # cosine scales differ by model (E5 puts unrelated text near 0.8, USE near 0.1): measure each
+        # match above this query's background, the least similar of its nearest neighbours, and
+        # against the headroom left to 1, so that a weak best match stays weak
+        floor = min(pool) if pool else 0.0
         for cand in found.values():
             rec = cand.record
             assert rec is not None
@@ -228,15 +235,16 @@ class Retriever:
 
     def _score_keyword(self, query: str, tenant_id: str, user_id: str, n_docs: int, found: dict[str, Candidate]) -> None:
         """BM25 with this user's statistics, as a share of what a memory holding every query word once
-        would score: a weak best match stays weak, and query words no memory holds count against all."""
+        would score: query words no memory holds count against every match, and a match on common
+        words alone stays weak (the share is of at least one word that only one memory holds)."""
         tokens = list(dict.fromkeys(tokenize(query)))
         if not tokens:
             for cand in found.values():
                 cand.components["keyword"] = 0.0
             return
-        mean_len, df = self.store.keyword_stats(tenant_id, user_id, tokens)
+        mean_len, df = self._keyword_stats(tenant_id, user_id, n_docs, tokens)
         idf = {t: bm25_idf(n_docs, df.get(t, 0)) for t in tokens}
-        ceiling = sum(idf.values())
+        ceiling = max(sum(idf.values()), bm25_idf(n_docs, 1))
         for cand in found.values():
             assert cand.record is not None
             text = keyword_text(cand.record)
@@ -246,9 +254,31 @@ class Retriever:
             cand.raw["bm25"] = bm25
             cand.components["keyword"] = min(1.0, bm25 / ceiling)
 
+    def _keyword_stats(self, tenant_id: str, user_id: str, n_docs: int, tokens: list[str]) -> tuple[float, dict[str, int]]:
+        """The store's per-user BM25 statistics, kept until the user's record count changes: counting
+        a common word's records is the dearest part of a search, and questions repeat their words."""
+        key = (tenant_id, user_id)
+        with self._stats_lock:
+            cached = self._stats.pop(key, None)
+        if cached is None or cached[0] != n_docs:
+            cached = (n_docs, *self.store.keyword_stats(tenant_id, user_id, tokens))
+        else:
+            missing = [t for t in tokens if t not in cached[2]]
+            if missing:
+                cached[2].update(self.store.keyword_stats(tenant_id, user_id, missing)[1])
+        if len(cached[2]) > _STATS_TOKENS:
+            cached = (n_docs, cached[1], {t: cached[2][t] for t in tokens if t in cached[2]})
+        with self._stats_lock:
+            self._stats[key] = cached  # most recently used last
+            while len(self._stats) > _STATS_USERS:
+                del self._stats[next(iter(self._stats))]
+        return cached[1], cached[2]
+
     @staticmethod
-    def _score_entities(weights: Mapping[str, float], found: dict[str, Candidate]) -> None:
-        total = sum(weights.values())
+    def _score_entities(weights: Mapping[str, float], floor: float, found: dict[str, Candidate]) -> None:
+        """The idf-weighted share of the query's entities a memory holds, of at least one entity held
+        by a single memory: a name in half the memories says little, an order number says all."""
+        total = max(sum(weights.values()), floor)
         for cand in found.values():
             assert cand.record is not None
             held = {normalize_entity(e) for e in cand.record.entities}
