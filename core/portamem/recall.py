@@ -13,28 +13,35 @@ if TYPE_CHECKING:
 
 __all__ = ["format_memories", "recall", "arecall", "DEFAULT_HEADER"]
 
-DEFAULT_HEADER = "Relevant memories (date, trust, score), most relevant first:"
+DEFAULT_HEADER = "Relevant memories (date, source, trust, score), most relevant first:"
 
 
-def format_memories(hits: Sequence[SearchHit], *, header: str | None = DEFAULT_HEADER, ids: bool = False) -> str:
+def format_memories(
+    hits: Sequence[SearchHit], *, header: str | None = DEFAULT_HEADER, ids: bool = False, time: bool = False
+) -> str:
     """Render hits for a prompt; an empty string when there is nothing to show.
 
-    The date lets the model weigh stale facts and the trust and score let it weigh doubtful ones;
-    ``ids`` adds each memory id, for a model that may call a forget tool.
+    The date lets the model weigh stale facts, the source, trust and score let it weigh doubtful
+    ones, and a memory that disagrees with a newer one says so, so the model prefers the newer;
+    ``ids`` adds each memory id, for a model that may call a forget tool; ``time`` adds the hour.
     """
     if not hits:
         return ""
+    by_id = {h.memory_id: h for h in hits}
     lines = [header] if header else []
     for hit in hits:
         r = hit.record
         content = " ".join(r.content.split())
         ref = f"id {r.memory_id}, " if ids else ""
-        lines.append(f"- [{ref}{r.created_at:%Y-%m-%d}, trust {r.trust.value}, score {hit.score:.2f}] {content}")
+        when = f"{r.created_at:%Y-%m-%d %H:%M}" if time else f"{r.created_at:%Y-%m-%d}"
+        others = [by_id[m].record for m in hit.conflicts_with if m in by_id]
+        note = ""
+        if any(o.created_at > r.created_at for o in others):
+            note = ", superseded by a newer memory"
+        elif others:
+            note = ", replaces an older memory"
+        lines.append(f"- [{ref}{when}, {r.source.value}, trust {r.trust.value}, score {hit.score:.2f}{note}] {content}")
     return "\n".join(lines)
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split()).casefold()
 
 
 def recall(
@@ -52,14 +59,8 @@ def recall(
     The read path keeps out memories whose text is in the session's working window or in ``shown``
     (messages the framework itself puts in front of the model), so the model does not read them twice.
     """
-    seen = {_norm(t) for t in shown if t.strip()}
-    if session_id is not None:
-        for turn in memory.context(user_id=user_id, session_id=session_id, tenant_id=tenant_id):
-            seen.update(_norm(t) for t in (turn.user, turn.assistant) if t.strip())
-    k = memory.settings.top_k if top_k is None else top_k
-    valid = isinstance(k, int) and not isinstance(k, bool) and k >= 1  # else search_memory raises its typed error
-    hits = memory.search_memory(query, user_id=user_id, top_k=k + len(seen) if valid else k, tenant_id=tenant_id)
-    return [h for h in hits if _norm(h.record.content) not in seen][:k]
+    return memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
+                                window_session=session_id, shown=list(shown))
 
 
 async def arecall(
