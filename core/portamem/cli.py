@@ -1,4 +1,4 @@
-"""The ``portamem`` command: demo, search, show, export, import, reindex, maintain."""
+"""The ``portamem`` command: demo, search, show, export, import, reindex, maintain, eval, tune."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from . import evaluation
 from .config import Settings
 from .errors import PortamemError
 from .memory import Memory
@@ -200,6 +201,10 @@ COMMANDS: list[Command] = [
     ("import", "read a JSON-lines export back", _add_import, cmd_import),
     ("reindex", "rebuild the vector index from the records", _no_args, cmd_reindex),
     ("maintain", "evict decayed memories, purge after grace, consolidate", _add_maintain, cmd_maintain),
+    ("eval", "retrieval quality on LoCoMo: hybrid vs pure-vector vs pure-BM25", evaluation.add_eval_arguments,
+     evaluation.run_eval),
+    ("tune", "grid-search the weights on a labelled set, report them held out", evaluation.add_tune_arguments,
+     evaluation.run_tune),
 ]
 
 

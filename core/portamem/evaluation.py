@@ -1,0 +1,594 @@
+"""Retrieval quality on LoCoMo-format conversations: Recall@K and MRR of hybrid search against a
+pure-vector and a pure-BM25 baseline on the same embedder in the same run, and a weight search."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import DEFAULT_WEIGHTS, Settings
+from .embeddings import Embedder, Kind, get_embedder
+from .errors import ValidationError
+from .filters import SearchFilters
+from .memory import Memory, MemoryDraft
+from .records import MemoryType, Status
+from .retrieval import SOURCES, combine
+
+__all__ = [
+    "CATEGORIES",
+    "METHODS",
+    "LocomoTurn",
+    "LocomoQuestion",
+    "LocomoConversation",
+    "CachedEmbedder",
+    "load_locomo",
+    "parse_session_time",
+    "evaluate_locomo",
+    "tune_weights",
+    "format_evaluation",
+    "format_tuning",
+    "add_eval_arguments",
+    "add_tune_arguments",
+    "run_eval",
+    "run_tune",
+]
+
+#: LoCoMo's question categories, named as the dataset's own evaluation code names them
+CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+#: what each compared method searches with: sources, and weights (None: the configured ones)
+METHODS: dict[str, tuple[tuple[str, ...], dict[str, float] | None]] = {
+    "hybrid": (SOURCES, None),
+    "vector": (("vector",), {"vector": 1.0}),
+    "bm25": (("keyword",), {"keyword": 1.0}),
+}
+
+_SESSION_TIME = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
+_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
+_MONTHS = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december".split(), 1)}
+
+
+# ---------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class LocomoTurn:
+    dia_id: str
+    speaker: str
+    text: str
+    created_at: datetime
+    caption: str | None = None
+
+    @property
+    def content(self) -> str:
+        """The memory text: who said it, what, and what a shared photo showed."""
+        text = f"{self.speaker}: {self.text}"
+        return f"{text} [shared a photo: {self.caption}]" if self.caption else text
+
+
+@dataclass(frozen=True)
+class LocomoQuestion:
+    question: str
+    evidence: tuple[str, ...]
+    category: int
+
+
+@dataclass
+class LocomoConversation:
+    sample_id: str
+    turns: list[LocomoTurn]
+    questions: list[LocomoQuestion]
+
+    @property
+    def now(self) -> datetime:
+        """Just after the last session: the questions are asked once the conversation is over."""
+        return max(t.created_at for t in self.turns) + timedelta(hours=1)
+
+
+def parse_session_time(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' -> an aware datetime (UTC; the dataset gives no zone)."""
+    m = _SESSION_TIME.search(text)
+    if not m or m.group(5).lower() not in _MONTHS:
+        raise ValidationError(f"not a LoCoMo session time: {text!r} (expected e.g. '1:56 pm on 8 May, 2023')")
+    hour, minute = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "pm" else 0), int(m.group(2))
+    return datetime(int(m.group(6)), _MONTHS[m.group(5).lower()], int(m.group(4)), hour, minute, tzinfo=timezone.utc)
+
+
+def load_locomo(path: str | Path) -> list[LocomoConversation]:
+    """Read a LoCoMo json file: a list of conversations with ``conversation`` sessions and ``qa``.
+
+    Questions whose evidence names no turn of the conversation are left out; malformed evidence ids
+    (``D:11:26``, ``D8:6; D9:17``) are read as the dataset means them.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"cannot read LoCoMo file {path}: {exc}") from exc
+    if not isinstance(data, list):
+        raise ValidationError(f"{path}: expected a list of conversations")
+    out = []
+    for n, item in enumerate(data):
+        try:
+            conv = item["conversation"]
+            turns: list[LocomoTurn] = []
+            sessions = sorted((int(k.split("_")[1]), k) for k in conv if re.fullmatch(r"session_\d+", k))
+            for _, key in sessions:
+                start = parse_session_time(conv[f"{key}_date_time"])
+                for i, t in enumerate(conv[key]):
+                    # turns of one session share its time; a second apiece keeps their order
+                    turns.append(LocomoTurn(t["dia_id"], t["speaker"], t["text"], start + timedelta(seconds=i),
+                                            t.get("blip_caption") or None))
+            known = {t.dia_id for t in turns}
+            questions = []
+            for q in item.get("qa", []):
+                evidence = tuple(dict.fromkeys(
+                    f"D{a}:{b}" for e in q.get("evidence") or [] for a, b in _EVIDENCE.findall(str(e))
+                    if f"D{a}:{b}" in known
+                ))
+                if evidence:
+                    questions.append(LocomoQuestion(str(q["question"]), evidence, int(q.get("category", 0))))
+            out.append(LocomoConversation(str(item.get("sample_id", f"conv-{n}")), turns, questions))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValidationError(f"{path}: conversation {n} is not in the LoCoMo format: {exc!r}") from exc
+    return out
+
+
+# ---------------------------------------------------------------------- embedding cache
+class CachedEmbedder:
+    """Wraps an embedder so that a text is embedded once per run (the methods share the queries).
+
+    It keeps the wrapped model's name and version, so the vectors it stores are labelled as that model's.
+    """
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.version = inner.version
+        self.dim = inner.dim
+        self._cache: dict[tuple[str, str], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str], *, kind: Kind = "passage") -> np.ndarray:
+        with self._lock:
+            todo = list(dict.fromkeys(t for t in texts if (kind, t) not in self._cache))
+        if todo:
+            vectors = self.inner.embed(todo, kind=kind)
+            with self._lock:
+                self._cache.update({(kind, t): v for t, v in zip(todo, vectors)})
+        with self._lock:
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.stack([self._cache[(kind, t)] for t in texts])
+
+
+# ---------------------------------------------------------------------- metrics
+@dataclass
+class _Tally:
+    """Recall@K (share of a question's evidence turns among the top K) and reciprocal rank, per category."""
+
+    ks: tuple[int, ...]
+    rows: list[tuple[int, dict[int, float], float]] = field(default_factory=list)
+
+    def add(self, category: int, ranked: Sequence[str], evidence: Sequence[str]) -> None:
+        gold = set(evidence)
+        recall = {k: len(gold & set(ranked[:k])) / len(gold) for k in self.ks}
+        rr = next((1.0 / i for i, d in enumerate(ranked, 1) if d in gold), 0.0)
+        self.rows.append((category, recall, rr))
+
+    def summary(self) -> dict[str, Any]:
+        def block(rows: list[tuple[int, dict[int, float], float]]) -> dict[str, Any]:
+            n = len(rows)
+            out: dict[str, Any] = {"n": n}
+            for k in self.ks:
+                out[f"recall@{k}"] = round(sum(r[1][k] for r in rows) / n, 4) if n else 0.0
+            out["mrr"] = round(sum(r[2] for r in rows) / n, 4) if n else 0.0
+            return out
+
+        cats = sorted({c for c, _, _ in self.rows})
+        return {
+            "overall": block(self.rows),
+            "by_category": {f"{c}:{CATEGORIES.get(c, '?')}": block([r for r in self.rows if r[0] == c]) for c in cats},
+        }
+
+
+# ---------------------------------------------------------------------- ingestion
+def _progress(total: int, desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="q" if desc.startswith("ask") else "turn", file=sys.stderr,
+                disable=not enabled, leave=False)
+
+
+@contextmanager
+def _ingested(
+    conv: LocomoConversation, settings: Settings, embedder: Embedder, show_progress: bool
+) -> Iterator[tuple[Memory, dict[str, str], dict[str, int]]]:
+    """A throwaway store holding one conversation: each turn an episodic memory of its user."""
+    path = tempfile.mkdtemp(prefix="portamem-eval-")
+    # every turn is kept, even "Thanks!" said twice: evidence ids must survive
+    mem = Memory(settings=settings.replace(path=path, dedupe=False), embedder=embedder)
+    try:
+        ids: dict[str, str] = {}
+        bar = _progress(len(conv.turns), f"ingest {conv.sample_id}", show_progress)
+        for start in range(0, len(conv.turns), 256):
+            batch = conv.turns[start:start + 256]
+            drafts = [MemoryDraft(content=t.content, type=MemoryType.EPISODIC, session_id=t.dia_id.split(":")[0],
+                                  created_at=t.created_at, metadata={"dia_id": t.dia_id}) for t in batch]
+            for turn, record in zip(batch, mem.save_memories(drafts, user_id=conv.sample_id)):
+                ids[record.memory_id] = turn.dia_id
+            bar.update(len(batch))
+        bar.close()
+        statuses: dict[str, int] = {}
+        for record in mem.list_memories(user_id=conv.sample_id, filters={"statuses": [s.value for s in Status]}):
+            statuses[record.status.value] = statuses.get(record.status.value, 0) + 1
+        yield mem, ids, statuses
+    finally:
+        mem.close()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _select(convs: list[LocomoConversation], which: Iterable[int] | None) -> list[LocomoConversation]:
+    if which is None:
+        return convs
+    picked = list(which)
+    bad = [i for i in picked if not 0 <= i < len(convs)]
+    if bad:
+        raise ValidationError(f"conversation numbers {bad} out of range: the file has {len(convs)} (0..{len(convs) - 1})")
+    return [convs[i] for i in picked]
+
+
+# ---------------------------------------------------------------------- evaluation
+def evaluate_locomo(
+    path: str | Path,
+    *,
+    ks: Sequence[int] = (5, 10),
+    conversations: Iterable[int] | None = None,
+    settings: Settings | None = None,
+    embedder: Embedder | None = None,
+    weights: Mapping[str, float] | None = None,
+    methods: Sequence[str] = tuple(METHODS),
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Ask every question of each conversation through ``Memory.search_memory``, once per method.
+
+    MRR counts the first evidence turn within the top ``max(ks)`` (0 when none is there).
+    """
+    ks = tuple(sorted(set(int(k) for k in ks)))
+    if not ks or ks[0] < 1:
+        raise ValidationError(f"--k values must be positive integers, got {list(ks)}")
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise ValidationError(f"unknown methods {sorted(unknown)}; known: {list(METHODS)}")
+    settings = settings or Settings.load()
+    if weights is not None:
+        settings = settings.replace(weights={**settings.weights, **weights})
+    started = time.perf_counter()
+    cached = CachedEmbedder(embedder or get_embedder(settings.embedder))
+    convs = _select(load_locomo(path), conversations)
+    tallies = {m: _Tally(ks) for m in methods}
+    depth = max(ks)
+    ingested = 0
+    inactive = 0
+    for conv in convs:
+        with _ingested(conv, settings, cached, show_progress) as (mem, ids, statuses):
+            ingested += len(ids)
+            inactive += sum(n for s, n in statuses.items() if s != Status.ACTIVE.value)
+            bar = _progress(len(conv.questions) * len(methods), f"ask {conv.sample_id}", show_progress)
+            for q in conv.questions:
+                for method in methods:
+                    sources, method_weights = METHODS[method]
+                    hits = mem.search_memory(q.question, user_id=conv.sample_id, top_k=depth, now=conv.now,
+                                             sources=sources, weights=method_weights)
+                    tallies[method].add(q.category, [ids.get(h.memory_id, "?") for h in hits], q.evidence)
+                    bar.update(1)
+            bar.close()
+    results = {m: t.summary() for m, t in tallies.items()}
+    report: dict[str, Any] = {
+        "dataset": str(path),
+        "conversations": [c.sample_id for c in convs],
+        "questions": sum(len(c.questions) for c in convs),
+        "turns": ingested,
+        "turns_not_active": inactive,
+        "embedder": cached.name,
+        "ks": list(ks),
+        "mrr_depth": depth,
+        "weights": dict(settings.weights),
+        "recency_lambda": settings.recency_lambda,
+        "results": results,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    if "hybrid" in results:
+        hybrid = results["hybrid"]["overall"]
+        report["margins"] = {
+            m: {key: round(hybrid[key] - r["overall"][key], 4) for key in hybrid if key != "n"}
+            for m, r in results.items() if m != "hybrid"
+        }
+    return report
+
+
+def format_evaluation(report: Mapping[str, Any]) -> str:
+    """A small table: each method overall and per category, then hybrid's margin over each baseline."""
+    keys = [f"recall@{k}" for k in report["ks"]] + ["mrr"]
+    results = report["results"]
+    lines = [
+        f"LoCoMo retrieval: {report['questions']} questions, {report['turns']} turns in "
+        f"{len(report['conversations'])} conversations; embedder {report['embedder']}; "
+        f"MRR within the top {report['mrr_depth']}; {report['seconds']} s",
+        f"{'':24}" + "".join(f"{m:>26}" for m in results),
+        f"{'':24}" + "".join("".join(f"{k.replace('recall', 'R'):>9}" for k in keys)[1:] + " " for _ in results),
+    ]
+    first = next(iter(results.values()))
+    rows = [("overall", "overall")] + [(c, c) for c in first["by_category"]]
+    for label, key in rows:
+        cells = []
+        for r in results.values():
+            block = r["overall"] if key == "overall" else r["by_category"].get(key, {})
+            cells.append("".join(f"{block.get(k, 0.0):9.3f}" for k in keys)[1:] + " ")
+        n = (first["overall"] if key == "overall" else first["by_category"][key])["n"]
+        lines.append(f"{label + f' (n={n})':24}" + "".join(f"{c:>26}" for c in cells))
+    for method, margin in report.get("margins", {}).items():
+        parts = ", ".join(f"{k} {v:+.3f} ({v / results[method]['overall'][k]:+.0%})" if results[method]["overall"][k]
+                          else f"{k} {v:+.3f}" for k, v in margin.items())
+        lines.append(f"hybrid vs {method}: {parts}")
+    if report.get("turns_not_active"):
+        lines.append(f"note: {report['turns_not_active']} turns were held back by the write guard (not searchable)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- weight search
+@dataclass
+class _Table:
+    """Every candidate of every question as arrays, so that one weighting ranks them all at once."""
+
+    components: dict[str, np.ndarray]
+    group: np.ndarray
+    created: np.ndarray
+    gold: np.ndarray
+    n_gold: np.ndarray
+    category: np.ndarray
+
+
+def _candidate_rows(
+    mem: Memory, conv: LocomoConversation, ids: dict[str, str], lambdas: Sequence[float], show_progress: bool
+) -> dict[float, list[tuple[dict[str, float], float, bool]]]:
+    """Per question, its candidates' components, with the recency scorer run for each lambda."""
+    registered = mem.hooks.scorers()
+    out: dict[float, list[Any]] = {lam: [] for lam in lambdas}
+    bar = _progress(len(conv.questions), f"ask {conv.sample_id}", show_progress)
+    for q in conv.questions:
+        cands = list(mem.retriever.candidates(
+            q.question, tenant_id=mem.tenant_id, user_id=conv.sample_id, filters=SearchFilters(),
+            k=mem.settings.candidate_k, sources=SOURCES,
+        ).values())
+        gold = set(q.evidence)
+        for lam in lambdas:
+            settings = mem.settings.replace(recency_lambda=lam)
+            for reg in registered.values():
+                reg.fn(q.question, cands, conv.now, settings)
+            out[lam].append((q, [(dict(c.components), c.record.created_at.timestamp(),  # type: ignore[union-attr]
+                                  ids.get(c.memory_id) in gold) for c in cands]))
+        bar.update(1)
+    bar.close()
+    return out
+
+
+def _table(questions: list[tuple[LocomoQuestion, list[tuple[dict[str, float], float, bool]]]]) -> _Table:
+    names = sorted({n for _, rows in questions for comps, _, _ in rows for n in comps})
+    comps: dict[str, list[float]] = {n: [] for n in names}
+    group, created, gold, n_gold, category = [], [], [], [], []
+    for g, (q, rows) in enumerate(questions):
+        n_gold.append(len(q.evidence))
+        category.append(q.category)
+        for c, ts, is_gold in rows:
+            for n in names:
+                comps[n].append(c.get(n, 0.0))
+            group.append(g)
+            created.append(ts)
+            gold.append(is_gold)
+    return _Table({n: np.asarray(v) for n, v in comps.items()}, np.asarray(group, dtype=np.int64),
+                  np.asarray(created), np.asarray(gold, dtype=bool), np.asarray(n_gold), np.asarray(category))
+
+
+def _score_table(table: _Table, weights: Mapping[str, float], ks: Sequence[int], depth: int) -> dict[str, Any]:
+    """Recall@K and MRR of ranking each question's candidates by ``combine`` (read-path clean-up aside)."""
+    final = combine(table.components, weights)
+    # by question, best first, newest first on ties: the read path's order
+    order = np.lexsort((-table.created, -final, table.group))
+    grp = table.group[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(grp)) + 1]
+    pos = np.arange(len(grp)) - np.repeat(starts, np.diff(np.r_[starts, len(grp)]))
+    gold = table.gold[order]
+    n_q = len(table.n_gold)
+    out: dict[str, Any] = {}
+    for k in ks:
+        hits = np.bincount(grp[gold & (pos < k)], minlength=n_q)
+        out[f"recall@{k}"] = float(np.mean(np.minimum(hits, table.n_gold) / table.n_gold))
+    first = np.full(n_q, np.inf)
+    np.minimum.at(first, grp[gold & (pos < depth)], pos[gold & (pos < depth)] + 1)
+    out["mrr"] = float(np.mean(np.where(np.isfinite(first), 1.0 / first, 0.0)))
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def _grid(step: float) -> list[dict[str, float]]:
+    """Evidence weights on a simplex (only their ratios matter), priors small and relative to them."""
+    n = int(round(1 / step))
+    out = []
+    for v, kw in itertools.product(range(n + 1), repeat=2):
+        if v + kw > n:
+            continue
+        ev = {"vector": v / n, "keyword": kw / n, "entity": (n - v - kw) / n}
+        for rec, imp in itertools.product((0.0, 0.05, 0.1, 0.2), (0.0, 0.05, 0.1)):
+            out.append({**ev, "recency": rec, "importance": imp})
+    return out
+
+
+def tune_weights(
+    path: str | Path,
+    *,
+    train: Iterable[int] = (0, 1, 2),
+    test: Iterable[int] = (3, 4),
+    ks: Sequence[int] = (5, 10),
+    step: float = 0.1,
+    lambdas: Sequence[float] = (0.0005, 0.002, 0.01),
+    settings: Settings | None = None,
+    embedder: Embedder | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Grid-search the weights (and recency lambda) on the ``train`` conversations; report the best
+    and the configured defaults on ``train`` and on the held-out ``test`` conversations.
+
+    Candidates are gathered once per question and every weighting re-ranks them as arrays, so the
+    search costs one pass of retrieval. The objective is the mean of Recall@5 (first K) and MRR.
+    """
+    ks = tuple(sorted(set(int(k) for k in ks)))
+    settings = settings or Settings.load()
+    train, test = list(train), list(test)
+    if set(train) & set(test):
+        raise ValidationError(f"train and test conversations overlap: {sorted(set(train) & set(test))}")
+    started = time.perf_counter()
+    cached = CachedEmbedder(embedder or get_embedder(settings.embedder))
+    convs = load_locomo(path)
+    lambdas = tuple(dict.fromkeys([*lambdas, settings.recency_lambda]))
+    rows: dict[str, dict[float, list[Any]]] = {"train": {lam: [] for lam in lambdas}, "test": {lam: [] for lam in lambdas}}
+    for split, which in (("train", train), ("test", test)):
+        for conv in _select(convs, which):
+            with _ingested(conv, settings, cached, show_progress) as (mem, ids, _):
+                for lam, qs in _candidate_rows(mem, conv, ids, lambdas, show_progress).items():
+                    rows[split][lam].extend(qs)
+    tables = {split: {lam: _table(qs) for lam, qs in by_lam.items()} for split, by_lam in rows.items()}
+    depth = max(ks)
+
+    def objective(r: Mapping[str, float]) -> float:
+        return (r[f"recall@{ks[0]}"] + r["mrr"]) / 2
+
+    best: tuple[float, dict[str, float], float] | None = None
+    tried = 0
+    for lam in lambdas:
+        for w in _grid(step):
+            if w["recency"] == 0 and lam != lambdas[0]:
+                continue  # lambda does not matter without recency
+            tried += 1
+            score = objective(_score_table(tables["train"][lam], w, ks, depth))
+            if best is None or score > best[0] + 1e-9:
+                best = (score, w, lam)
+    assert best is not None
+    _, best_w, best_lam = best
+    defaults = {**DEFAULT_WEIGHTS, **settings.weights}
+
+    def figures(w: Mapping[str, float], lam: float) -> dict[str, Any]:
+        return {split: _score_table(tables[split][lam], w, ks, depth) for split in tables}
+
+    baselines = {m: figures(w, lambdas[0]) for m, (_, w) in METHODS.items() if w is not None}
+    return {
+        "dataset": str(path),
+        "train": [convs[i].sample_id for i in train],
+        "test": [convs[i].sample_id for i in test],
+        "questions": {split: int(tables[split][lambdas[0]].n_gold.size) for split in tables},
+        "embedder": cached.name,
+        "ks": list(ks),
+        "grid_size": tried,
+        "best": {"weights": best_w, "recency_lambda": best_lam, **figures(best_w, best_lam)},
+        "defaults": {"weights": defaults, "recency_lambda": settings.recency_lambda,
+                     **figures(defaults, settings.recency_lambda)},
+        "baselines": baselines,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def format_tuning(report: Mapping[str, Any]) -> str:
+    keys = [f"recall@{k}" for k in report["ks"]] + ["mrr"]
+    lines = [
+        f"weight search on {', '.join(report['train'])} ({report['questions']['train']} questions), "
+        f"held out {', '.join(report['test'])} ({report['questions']['test']} questions); "
+        f"embedder {report['embedder']}; {report['grid_size']} weightings; {report['seconds']} s",
+        f"{'':34}{'train':>27}{'held out':>27}",
+        f"{'':34}" + ("".join(f"{k.replace('recall', 'R'):>9}" for k in keys)) * 2,
+    ]
+
+    def row(label: str, figs: Mapping[str, Any]) -> str:
+        return f"{label:34}" + "".join(f"{figs[s][k]:9.3f}" for s in ("train", "test") for k in keys)
+
+    lines.append(row("best", report["best"]))
+    lines.append(row("defaults", report["defaults"]))
+    for method, figs in report["baselines"].items():
+        lines.append(row(f"{method} only", figs))
+    fmt = ", ".join(f"{k} {v:g}" for k, v in report["best"]["weights"].items())
+    lines.append(f"best weights: {fmt}; recency_lambda {report['best']['recency_lambda']:g}")
+    lines.append("(ranking by the weighted score alone: the window, duplicate and conflict steps are not applied)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the CLI's eval and tune commands
+def add_eval_arguments(p: Any) -> None:
+    p.add_argument("dataset", choices=["locomo"], help="dataset format")
+    p.add_argument("file", help="a LoCoMo json file (a list of conversations)")
+    p.add_argument("--k", type=int, nargs="+", default=[5, 10], help="cut-offs for Recall@K (default: 5 10)")
+    p.add_argument("--conversations", type=_indices, help="which conversations, e.g. 0-2 or 0,3 (default: all)")
+    p.add_argument("--weights", type=_weights, help='JSON weights, e.g. \'{"vector": 0.5, "keyword": 0.3}\'')
+    p.add_argument("--embedder", help="embedder name (default: the configured one)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_tune_arguments(p: Any) -> None:
+    p.add_argument("file", help="a labelled set in the LoCoMo json format")
+    p.add_argument("--train", type=_indices, default=[0, 1, 2], help="conversations to tune on (default: 0-2)")
+    p.add_argument("--test", type=_indices, default=[3, 4], help="held-out conversations (default: 3-4)")
+    p.add_argument("--k", type=int, nargs="+", default=[5, 10])
+    p.add_argument("--step", type=float, default=0.1, help="grid step of the evidence weights (default: 0.1)")
+    p.add_argument("--embedder", help="embedder name (default: the configured one)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _indices(text: str) -> list[int]:
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            a, _, b = part.strip().partition("-")
+            out.extend(range(int(a), int(b) + 1) if b else [int(a)])
+    except ValueError as exc:
+        raise ValueError(f"expected conversation numbers like 0-2 or 0,3, got {text!r}") from exc
+    return out
+
+
+def _weights(text: str) -> dict[str, float]:
+    data = json.loads(text)
+    if not isinstance(data, dict) or not all(isinstance(v, (int, float)) for v in data.values()):
+        raise ValueError("weights must be a JSON object of numbers")
+    return {str(k): float(v) for k, v in data.items()}
+
+
+def _settings(args: Any) -> Settings:
+    settings = Settings.load(getattr(args, "config", None), tenant_id=getattr(args, "tenant", None))
+    return settings.replace(embedder=args.embedder) if args.embedder else settings
+
+
+def run_eval(args: Any) -> int:
+    """Recall@K and MRR of hybrid search and of pure-vector and pure-BM25 baselines, per category."""
+    settings = _settings(args)
+    report = evaluate_locomo(args.file, ks=args.k, conversations=args.conversations, settings=settings,
+                             weights=args.weights, show_progress=not args.json or sys.stderr.isatty())
+    print(json.dumps(report, ensure_ascii=False) if args.json else format_evaluation(report))
+    return 0
+
+
+def run_tune(args: Any) -> int:
+    """Grid-search the weights on some conversations and report them on the held-out ones."""
+    settings = _settings(args)
+    report = tune_weights(args.file, train=args.train, test=args.test, ks=args.k, step=args.step, settings=settings,
+                          show_progress=not args.json or sys.stderr.isatty())
+    print(json.dumps(report, ensure_ascii=False) if args.json else format_tuning(report))
+    return 0
+
