@@ -1,4 +1,4 @@
-"""The ``portamem`` command: demo, search, show, export, import, reindex, maintain, eval, tune."""
+"""The ``portamem`` command: demo, search, show, export, import, reindex, maintain, audit, confirm, reveal, eval, tune."""
 
 from __future__ import annotations
 
@@ -127,17 +127,89 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_show(p: argparse.ArgumentParser) -> None:
+def _add_memory(p: argparse.ArgumentParser) -> None:
     p.add_argument("memory_id")
     p.add_argument("--user", required=True)
 
 
+def _add_show(p: argparse.ArgumentParser) -> None:
+    _add_memory(p)
+    p.add_argument("--json", action="store_true")
+
+
 def cmd_show(args: argparse.Namespace) -> int:
+    """One memory explained: when and from which turn it was written, its source, trust and weight,
+    its audit trail and every search that returned it."""
     with _open(args) as mem:
-        record = mem.get_memory(args.memory_id, user_id=args.user)
-        data = record.to_dict(include_embedding=False)
-        data["history"] = mem.history(args.memory_id, user_id=args.user)
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        why = mem.explain(args.memory_id, user_id=args.user)
+        print(json.dumps(why.to_dict(), ensure_ascii=False, indent=2) if args.json else why.render())
+    return 0
+
+
+# ---------------------------------------------------------------------- audit / confirm / reveal / vault-keygen
+def _add_audit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", help="one user's memories (default: the whole tenant)")
+    p.add_argument("--since", type=datetime.fromisoformat, help="only rises from this ISO time on")
+    p.add_argument("--window-hours", type=float, default=24.0, help="the window a rise is measured over")
+    p.add_argument("--factor", type=float, default=2.0, help="how many times the weight must have grown")
+    p.add_argument("--quarantined", action="store_true", help="list quarantined memories too")
+    p.add_argument("--json", action="store_true")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """Memories to review: weight that rose sharply (from the audit log), low-trust and pending ones."""
+    with _open(args) as mem:
+        findings = mem.audit_scan(user_id=args.user, since=args.since, window=timedelta(hours=args.window_hours),
+                                  factor=args.factor, include_quarantined=args.quarantined)
+    if args.json:
+        print(json.dumps([f.to_dict() for f in findings], ensure_ascii=False, indent=2))
+        return 0
+    print(f"{len(findings)} memories to review")
+    for f in findings:
+        r = f.record
+        print(f"- {r.memory_id}  user {r.user_id}  {r.status.value}  {r.source.value}/{r.trust.value}  "
+              f"{' '.join(r.content.split())[:70]!r}")
+        for reason in f.reasons:
+            print(f"    {reason}")
+    return 0
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    """Activate a pending memory after review."""
+    with _open(args) as mem:
+        record = mem.confirm_memory(args.memory_id, user_id=args.user)
+    print(f"{record.memory_id} is {record.status.value}")
+    return 0
+
+
+def _add_reveal(p: argparse.ArgumentParser) -> None:
+    _add_memory(p)
+    p.add_argument("--key-file", help="the vault private key (default: $PORTAMEM_VAULT_PRIVATE_KEY)")
+
+
+def cmd_reveal(args: argparse.Namespace) -> int:
+    """Print a memory's original, unredacted texts; needs the vault private key, and is audited."""
+    with _open(args) as mem:
+        original = mem.reveal_memory(args.memory_id, user_id=args.user, key_file=args.key_file)
+    print(json.dumps(original, ensure_ascii=False, indent=2))
+    return 0
+
+
+def _add_vault_keygen(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--private-key-file", help="write the private key here (mode 0600) instead of printing it")
+
+
+def cmd_vault_keygen(args: argparse.Namespace) -> int:
+    """A new vault key pair: the public key goes in the settings, the private key away from the store."""
+    from .vault import generate_keypair, write_private_key
+
+    public, private = generate_keypair()
+    print(f"PORTAMEM_PII_VAULT_PUBLIC_KEY={public}")
+    if args.private_key_file:
+        write_private_key(args.private_key_file, private, store_path=Settings.load(args.config, path=args.path).path)
+        print(f"private key written to {args.private_key_file}", file=sys.stderr)
+    else:
+        print(f"PORTAMEM_VAULT_PRIVATE_KEY={private}")
     return 0
 
 
@@ -196,11 +268,15 @@ def _no_args(p: argparse.ArgumentParser) -> None:
 COMMANDS: list[Command] = [
     ("demo", "run a scripted conversation, then recall from memory", _add_demo, cmd_demo),
     ("search", "hybrid search of one user's memories", _add_search, cmd_search),
-    ("show", "one memory with its audit trail", _add_show, cmd_show),
+    ("show", "one memory explained: provenance, trust, weight, audit trail, retrievals", _add_show, cmd_show),
     ("export", "write memories as portable JSON lines", _add_export, cmd_export),
     ("import", "read a JSON-lines export back", _add_import, cmd_import),
     ("reindex", "rebuild the vector index from the records", _no_args, cmd_reindex),
     ("maintain", "evict decayed memories, purge after grace, consolidate", _add_maintain, cmd_maintain),
+    ("audit", "list memories whose weight rose sharply, low-trust and pending ones", _add_audit, cmd_audit),
+    ("confirm", "activate a pending memory after review", _add_memory, cmd_confirm),
+    ("reveal", "print a redacted memory's original (needs the vault private key)", _add_reveal, cmd_reveal),
+    ("vault-keygen", "make a key pair for sealing redacted originals", _add_vault_keygen, cmd_vault_keygen),
     ("eval", "retrieval quality on LoCoMo: hybrid vs pure-vector vs pure-BM25", evaluation.add_eval_arguments,
      evaluation.run_eval),
     ("tune", "grid-search the weights on a labelled set, report them held out", evaluation.add_tune_arguments,

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from .errors import ConfigError
 
-__all__ = ["Settings", "DEFAULT_HALF_LIVES", "DEFAULT_WEIGHTS"]
+__all__ = ["Settings", "DEFAULT_HALF_LIVES", "DEFAULT_WEIGHTS", "DEFAULT_TRUST_FACTORS"]
 
 #: half-life in days by memory kind (DESIGN.md, Lifecycle)
 DEFAULT_HALF_LIVES: dict[str, float] = {
@@ -22,6 +22,10 @@ DEFAULT_HALF_LIVES: dict[str, float] = {
     "episodic": 7.0,
     "task": 1.0,
 }
+
+#: final-score multipliers by trust (``portamem.trust``): a low-trust memory weighs 0.6 of an equal
+#: high or medium one (ties between those two go to high)
+DEFAULT_TRUST_FACTORS: dict[str, float] = {"high": 1.0, "medium": 1.0, "low": 0.6}
 
 #: final = sum(weight * component); the defaults of DESIGN.md's read path
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -75,6 +79,13 @@ class Settings:
     pool_capacity: int = 5000
     #: reindex automatically on open when the embedder changed (else raise)
     auto_reindex: bool = True
+    #: final-score multipliers by trust (high/medium/low); never higher for lower trust
+    trust_factors: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TRUST_FACTORS))
+    #: redact the working window's turns too (they are stored until they leave the window)
+    redact_window: bool = True
+    #: base64 X25519 public key (``portamem vault-keygen``): when set, the originals of redacted
+    #: memories are sealed to it; only the matching private key, kept away from the store, reveals them
+    pii_vault_public_key: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_content_chars < 1 or self.window_turns < 0 or self.top_k < 1:
@@ -83,6 +94,12 @@ class Settings:
             raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
         if any(not isinstance(w, (int, float)) or w < 0 for w in self.weights.values()):
             raise ConfigError(f"weights must be non-negative numbers, got {self.weights}")
+        factors = {**DEFAULT_TRUST_FACTORS, **self.trust_factors}
+        if set(factors) != set(DEFAULT_TRUST_FACTORS) or any(
+            isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1 for f in factors.values()
+        ) or not factors["low"] <= factors["medium"] <= factors["high"]:
+            raise ConfigError(f"trust_factors must give high/medium/low each in (0, 1], low <= medium <= high; "
+                              f"got {self.trust_factors}")
 
     @property
     def resolved_db_url(self) -> str:
@@ -126,6 +143,8 @@ class Settings:
             values["weights"] = {**DEFAULT_WEIGHTS, **values["weights"]}
         if "half_lives" in values:
             values["half_lives"] = {**DEFAULT_HALF_LIVES, **values["half_lives"]}
+        if "trust_factors" in values:
+            values["trust_factors"] = {**DEFAULT_TRUST_FACTORS, **values["trust_factors"]}
         return cls(**values)
 
 

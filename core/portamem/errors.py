@@ -16,6 +16,7 @@ __all__ = [
     "PluginError",
     "FrameworkNotInstalledError",
     "ConfigError",
+    "VaultError",
 ]
 
 
@@ -84,3 +85,7 @@ class FrameworkNotInstalledError(PortamemError, ImportError):
 
 class ConfigError(PortamemError, ValueError):
     """A setting has an invalid value or a config file cannot be read."""
+
+
+class VaultError(PortamemError):
+    """A sealed original cannot be made or opened: no key, a malformed key, or the wrong key."""

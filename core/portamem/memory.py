@@ -31,6 +31,7 @@ from .errors import (
 from .filters import SearchFilters
 from .records import (
     DEFAULT_TRUST,
+    TRUST_RANK,
     MemoryRecord,
     MemoryType,
     SearchHit,
@@ -43,6 +44,12 @@ from .records import (
 )
 from .recall import format_memories
 from .retrieval import SOURCES, Retriever, TraceEntry, explain
+from . import trust
+from .audit import AuditFinding, audit_scan
+from .explain import Explanation, RetrievalLog
+from .explain import explain as explain_record
+from .privacy import redact_record, redact_turn, reveal
+from .vault import Vault, load_private_key
 from .lifecycle import MaintenanceReport, maintain
 from .pipeline import WriteContext
 from .plugins import Hooks, get_plugin_manager
@@ -116,6 +123,8 @@ class Memory:
         self.embedder = embedder or get_embedder(settings.embedder)
         self.plugins = plugins if plugins is not None else get_plugin_manager()
         self.hooks = Hooks(self.plugins)
+        #: seals the originals of redacted memories when a vault public key is set
+        self.vault = Vault(settings.pii_vault_public_key) if settings.pii_vault_public_key else None
         self.store = RecordStore(settings.resolved_db_url)
         try:
             self.index = MilvusVectorIndex(
@@ -129,6 +138,7 @@ class Memory:
             self.store.close()
             raise
         self.retriever = Retriever(self.store, self.index, self._embed_query)
+        self.retrieval_log = RetrievalLog(self.store, self.hooks)
         self._lock = threading.RLock()
         self._indexed_pending: list[str] = []
         #: duplicate record (by id()) -> the record it was merged into, during one write
@@ -154,6 +164,7 @@ class Memory:
         self._closed = True
         try:
             self._flush_indexed_marks()
+            self.retrieval_log.flush()
         finally:
             try:
                 self.index.close()
@@ -443,15 +454,19 @@ class Memory:
             return []
         self._attach_embeddings(records)
         with self._lock:
-            new, merged = self._dedupe(records)
+            seen_again = trust.review(self, records)
+            for c in seen_again:
+                self._replaced[id(c.by)] = c.pending
+            new, merged = self._dedupe([r for r in records if id(r) not in self._replaced])
             with self.store.transaction() as conn:
                 self.store.insert(conn, new)
+                trust.apply_confirmations(self, conn, seen_again)
                 for existing, duplicate in merged:
                     self.store.update_fields(
                         conn, [existing.memory_id], reindex=True,
                         frequency=existing.frequency, importance=existing.importance,
                         importance_band=existing.importance_band, type=existing.type.value,
-                        kind=existing.kind, half_life_days=existing.half_life_days,
+                        kind=existing.kind, half_life_days=existing.half_life_days, trust=existing.trust.value,
                         updated_at=existing.updated_at.timestamp(), metadata=existing.metadata,
                     )
                 self.store.audit_many(
@@ -464,7 +479,7 @@ class Memory:
                         "detail": {"frequency": e.frequency, "session_id": d.session_id, "source": d.source.value}}
                        for e, d in merged],
                 )
-            self._index_records(new + [e for e, _ in merged])
+            self._index_records(new + [e for e, _ in merged] + [c.pending for c in seen_again])
         out = [self._replaced.pop(id(r), r) for r in records]
         return out
 
@@ -481,12 +496,7 @@ class Memory:
         if verdict.action != "allow":
             record.status = Status.QUARANTINED if verdict.action == "quarantine" else Status.PENDING
             record.metadata["guard"] = {"action": verdict.action, "reason": verdict.reason, "guard": verdict.guard}
-        record.content, spans = self.hooks.redact(record.content, ctx)
-        if record.summary:
-            record.summary, more = self.hooks.redact(record.summary, ctx)
-            spans += more
-        if spans:
-            record.metadata["redactions"] = sorted({r.kind for r in spans})
+        redact_record(self.hooks, record, ctx, self.vault)
         if draft.entities is None:
             extraction = self.hooks.extract(record.content, ctx)
             if extraction is not None:
@@ -548,6 +558,8 @@ class Memory:
         existing.updated_at = utcnow()
         if duplicate.importance > existing.importance:
             existing.importance, existing.importance_band = duplicate.importance, duplicate.importance_band
+        if TRUST_RANK[duplicate.trust] > TRUST_RANK[existing.trust]:  # a more trusted source vouches for it
+            existing.trust = duplicate.trust
         promote = existing.metadata.pop("promote_to", None)
         # a working-memory candidate seen a second time becomes long-term memory
         if existing.type is MemoryType.WORKING and (promote or duplicate.type is not MemoryType.WORKING):
@@ -617,7 +629,9 @@ class Memory:
             window=window,
             duplicate_cosine=s.dedupe_threshold,
             trace=trace,
+            trust_factor=trust.trust_factors(s.trust_factors),
         )
+        self.retrieval_log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s))
         if trace is not None:
             print(explain(query, trace, format_memories(hits)), file=sys.stderr if debug is True else debug)
         return hits
@@ -845,9 +859,11 @@ class Memory:
             episode = self._episode(evicted, user_id, tenant_id, session_id) if evicted else None
             episodes = [episode] if episode is not None else []
             self._attach_embeddings(episodes)
+            ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings, session_id=session_id)
+            kept = redact_turn(self.hooks, turn, ctx) if self.settings.redact_window else turn
             with self.store.transaction() as conn:
                 if not any(t is turn for t in evicted):
-                    self.store.add_turn(conn, tenant_id, user_id, session_id, turn)
+                    self.store.add_turn(conn, tenant_id, user_id, session_id, kept)
                 self.store.drop_turns(conn, [t.seq for t in evicted if t.seq])
                 self.store.insert(conn, episodes)
                 self.store.audit_many(
@@ -962,6 +978,43 @@ class Memory:
         """
         return import_jsonl(self, fp, tenant_id=tenant_id, on_conflict=on_conflict, progress=progress)
 
+    # ------------------------------------------------------------------ trust, audit, explanation, reveal
+    def confirm_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
+        """Activate a PENDING memory (low trust, or contradicting a high-trust one) after review."""
+        self._check_open()
+        user_id = self._check_id("user_id", user_id)
+        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        with self._lock:
+            return trust.confirm(self, self._owned([memory_id], user_id, tenant_id)[memory_id])
+
+    def explain(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> Explanation:
+        """When and from which turn a memory was written, its source, trust and weight, and every search that returned it."""
+        return explain_record(self, self.get_memory(memory_id, user_id=user_id, tenant_id=tenant_id))
+
+    def audit_scan(
+        self, *, user_id: str | None = None, tenant_id: str | None = None, since: datetime | None = None,
+        window: timedelta = timedelta(days=1), factor: float = 2.0, include_quarantined: bool = False,
+    ) -> list[AuditFinding]:
+        """Memories to review: weight that rose ``factor``-fold within ``window``, low-trust and pending ones."""
+        self._check_open()
+        if user_id is not None:
+            user_id = self._check_id("user_id", user_id)
+        return audit_scan(self, tenant_id=self._check_id("tenant_id", tenant_id or self.tenant_id), user_id=user_id,
+                          since=since, window=window, factor=factor, include_quarantined=include_quarantined)
+
+    def reveal_memory(
+        self, memory_id: str, *, user_id: str, private_key: str | bytes | None = None,
+        key_file: str | Path | None = None, tenant_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The original (unredacted) texts of a memory, opened with the vault's private key; audited."""
+        record = self.get_memory(memory_id, user_id=user_id, tenant_id=tenant_id)
+        key = load_private_key(private_key, key_file=key_file, store_path=self.settings.path)
+        original = reveal(record, key)
+        with self.store.transaction() as conn:
+            self.store.audit(conn, "reveal", tenant_id=record.tenant_id, user_id=record.user_id,
+                             memory_id=memory_id, detail={"fields": sorted(original)})
+        return original
+
     # ------------------------------------------------------------------ async twins
     asave_memory = _async_twin(save_memory)
     asave_memories = _async_twin(save_memories)
@@ -977,3 +1030,5 @@ class Memory:
     aimport = _async_twin(import_)
     areindex = _async_twin(reindex)
     amaintain = _async_twin(maintain)
+    aconfirm_memory = _async_twin(confirm_memory)
+    aexplain = _async_twin(explain)

@@ -27,6 +27,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("rule_extractor", "portamem_plugins.extract"),
     ("extractive_summary", "portamem_plugins.summarize"),
     ("guard", "portamem_plugins.guard"),
+    ("pii_redaction", "portamem_plugins.redact"),
 )
 
 #: comma-separated plugin names that must not be loaded

@@ -23,6 +23,8 @@ __all__ = [
     "to_iso",
     "from_iso",
     "importance_band",
+    "DEFAULT_TRUST",
+    "TRUST_RANK",
 ]
 
 
@@ -59,6 +61,9 @@ DEFAULT_TRUST: dict[Source, Trust] = {
     Source.USER: Trust.MEDIUM,
     Source.WEB: Trust.LOW,
 }
+
+#: higher is more trusted: ranking breaks score ties by it, so low trust never outranks an equal high
+TRUST_RANK: dict[Trust, int] = {Trust.LOW: 0, Trust.MEDIUM: 1, Trust.HIGH: 2}
 
 
 def new_memory_id() -> str:

@@ -16,7 +16,7 @@ from .dedupe import is_duplicate
 from .entities import extract_entities, normalize_entity
 from .errors import ValidationError
 from .filters import SearchFilters
-from .records import MemoryRecord, ScoreBreakdown, SearchHit, Trust
+from .records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust
 from .store import RecordStore, keyword_text
 from .text import tokenize
 from .vectors import MilvusVectorIndex
@@ -319,7 +319,9 @@ class Retriever:
         trace: list[TraceEntry] | None = None,
     ) -> list[SearchHit]:
         """Score, threshold, drop what ``window`` (texts already in the prompt) holds, collapse
-        near-identical results (the newest stays), mark conflicts (the newest first), cut to top-k.
+        near-identical results (the most trusted, then the newest stays), mark conflicts (the most
+        trusted, then the newest first), cut to top-k. ``trust_factor`` multiplies each final score,
+        and ties go to the more trusted memory.
 
         ``trace``, when given, receives one entry per candidate with its fate, for debugging.
         """
@@ -343,7 +345,8 @@ class Retriever:
             if trust_factor is not None:
                 final *= trust_factor.get(cand.record.trust, 1.0)
             entries.append(TraceEntry(cand, final))
-        entries.sort(key=lambda e: (-e.final, -e.candidate.record.created_at.timestamp(), e.candidate.memory_id))  # type: ignore[union-attr]
+        entries.sort(key=lambda e: (-e.final, -TRUST_RANK[e.candidate.record.trust],  # type: ignore[union-attr]
+                                    -e.candidate.record.created_at.timestamp(), e.candidate.memory_id))  # type: ignore[union-attr]
         if trace is not None:
             trace.extend(entries)
         window_words = [w for w in (_words(t) for t in window) if w]
@@ -370,15 +373,18 @@ class Retriever:
             if twin is not None:
                 other = kept[twin]
                 assert other.candidate.record is not None
-                if record.created_at > other.candidate.record.created_at:  # the newest says it best
+                held = other.candidate.record
+                # the more trusted says it best, then the newest
+                if (TRUST_RANK[record.trust], record.created_at) > (TRUST_RANK[held.trust], held.created_at):
                     kept[twin], kept_words[twin] = entry, words
-                    other.fate = f"near-identical to newer {record.memory_id}"
+                    other.fate = f"near-identical to more trusted or newer {record.memory_id}"
                 else:
-                    entry.fate = f"near-identical to newer {other.candidate.memory_id}"
+                    entry.fate = f"near-identical to more trusted or newer {other.candidate.memory_id}"
                 continue
             kept.append(entry)
             kept_words.append(words)
-        hits = [self._hit(e, weights) for e in kept]
+        hits = [self._hit(e, weights, 1.0 if trust_factor is None else trust_factor.get(e.candidate.record.trust, 1.0))  # type: ignore[union-attr]
+                for e in kept]
         hits = self._mark_conflicts(hits, kept_words)
         for i, hit in enumerate(hits, 1):
             next(e for e in kept if e.candidate.memory_id == hit.memory_id).rank = i
@@ -398,10 +404,11 @@ class Retriever:
         return is_duplicate(a.content, b.content, _cosine(a, b), threshold)
 
     @staticmethod
-    def _hit(entry: TraceEntry, weights: Mapping[str, float]) -> SearchHit:
+    def _hit(entry: TraceEntry, weights: Mapping[str, float], trust: float = 1.0) -> SearchHit:
         cand = entry.candidate
         assert cand.record is not None
-        used = {n: float(weights.get(n, 0.0)) for n in cand.components}
+        # the weights shown include the trust factor, so that they still sum to the final score
+        used = {n: float(weights.get(n, 0.0)) * trust for n in cand.components}
         breakdown = ScoreBreakdown(final=entry.final, components=dict(cand.components), weights=used)
         return SearchHit(cand.record, entry.final, breakdown, tuple(s for s in SOURCES if s in cand.found_by)
                          + tuple(sorted(cand.found_by - set(SOURCES))))
@@ -429,9 +436,9 @@ class Retriever:
         for i in range(n):
             if i in placed:
                 continue
-            # an older memory waits behind every newer memory it conflicts with
+            # an older memory waits behind every newer memory it conflicts with, unless it is more trusted
             group = sorted({i} | {j for j in links[i] if j not in placed},
-                           key=lambda m: (-hits[m].record.created_at.timestamp(), m))
+                           key=lambda m: (-TRUST_RANK[hits[m].record.trust], -hits[m].record.created_at.timestamp(), m))
             order.extend(group)
             placed.update(group)
         return [hits[i] for i in order]

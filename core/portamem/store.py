@@ -107,6 +107,23 @@ audit_t = sa.Table(
     sa.Index("ix_audit_scope", "tenant_id", "user_id", "ts"),
 )
 
+#: which search returned which memory, at which rank (``Memory.explain``); written in batches
+retrievals_t = sa.Table(
+    "retrieval_log",
+    md,
+    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("ts", sa.Float, nullable=False),
+    sa.Column("search_id", sa.String(32), nullable=False),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256), nullable=False),
+    sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.Column("rank", sa.Integer, nullable=False),
+    sa.Column("score", sa.Float, nullable=False),
+    #: the query after PII redaction, cut to 500 characters
+    sa.Column("query", sa.Text, nullable=False),
+    sa.Index("ix_retrieval_memory", "tenant_id", "memory_id", "pk"),
+)
+
 meta_t = sa.Table(
     "meta",
     md,
@@ -336,6 +353,7 @@ class RecordStore:
         for pk in pks:
             conn.exec_driver_sql("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
         conn.execute(entities_t.delete().where(entities_t.c.pk.in_(pks)))
+        conn.execute(retrievals_t.delete().where(retrievals_t.c.memory_id.in_(list(memory_ids))))
         conn.execute(memories.delete().where(memories.c.pk.in_(pks)))
         return len(pks)
 
@@ -632,14 +650,47 @@ class RecordStore:
             now = time.time()
             conn.execute(audit_t.insert(), [{"ts": now, "actor": "api", "detail": {}, **r} for r in rows])
 
-    def audit_trail(self, tenant_id: str, memory_id: str) -> list[dict[str, Any]]:
+    def audit_events(
+        self, tenant_id: str, *, user_id: str | None = None, memory_id: str | None = None,
+        actions: Sequence[str] | None = None, since: datetime | None = None,
+    ) -> list[dict[str, Any]]:
+        """Audit rows of a tenant (or one user, or one memory), oldest first, by action and from a time on."""
+        q = sa.select(audit_t).where(audit_t.c.tenant_id == tenant_id)
+        if user_id is not None:
+            q = q.where(audit_t.c.user_id == user_id)
+        if memory_id is not None:
+            q = q.where(audit_t.c.memory_id == memory_id)
+        if actions is not None:
+            q = q.where(audit_t.c.action.in_(list(actions)))
+        if since is not None:
+            q = q.where(audit_t.c.ts >= _ts(since))
+        with self.engine.connect() as conn:
+            return [
+                {"ts": _dt(r.ts), "action": r.action, "actor": r.actor, "user_id": r.user_id,
+                 "memory_id": r.memory_id, "detail": r.detail}
+                for r in conn.execute(q.order_by(audit_t.c.pk))
+            ]
+
+    # ---------------------------------------------------------------- retrieval log
+    def log_retrievals(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Append retrieval rows (ts, search_id, tenant_id, user_id, memory_id, rank, score, query)."""
+        if rows:
+            with self.transaction() as conn:
+                conn.execute(retrievals_t.insert(), list(rows))
+
+    def retrievals(self, tenant_id: str, memory_id: str) -> list[dict[str, Any]]:
+        """Every logged search that returned this memory, oldest first."""
         q = (
-            sa.select(audit_t)
-            .where(audit_t.c.tenant_id == tenant_id, audit_t.c.memory_id == memory_id)
-            .order_by(audit_t.c.pk)
+            sa.select(retrievals_t)
+            .where(retrievals_t.c.tenant_id == tenant_id, retrievals_t.c.memory_id == memory_id)
+            .order_by(retrievals_t.c.pk)
         )
         with self.engine.connect() as conn:
             return [
-                {"ts": _dt(r.ts), "action": r.action, "actor": r.actor, "user_id": r.user_id, "detail": r.detail}
+                {"ts": _dt(r.ts), "search_id": r.search_id, "rank": r.rank, "score": r.score, "query": r.query}
                 for r in conn.execute(q)
             ]
+
+    def audit_trail(self, tenant_id: str, memory_id: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in e.items() if k != "memory_id"}
+                for e in self.audit_events(tenant_id, memory_id=memory_id)]

@@ -1,0 +1,69 @@
+"""PII on the write path: redact a record's content, summary and metadata texts; seal the originals."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .errors import VaultError
+from .pipeline import Redaction, WriteContext
+from .plugins import Hooks
+from .records import MemoryRecord, Turn
+from .vault import Vault, open_sealed
+
+__all__ = ["redact_record", "redact_value", "redact_turn", "reveal", "VAULT_KEY"]
+
+#: metadata key of the sealed original (``Memory.reveal_memory`` opens it)
+VAULT_KEY = "pii_vault"
+
+
+def redact_value(hooks: Hooks, value: Any, ctx: WriteContext, spans: list[Redaction]) -> Any:
+    """A copy of a JSON value with every string redacted (keys are left alone); found spans appended."""
+    if isinstance(value, str):
+        out, found = hooks.redact(value, ctx)
+        spans.extend(found)
+        return out
+    if isinstance(value, list):
+        return [redact_value(hooks, v, ctx, spans) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_value(hooks, v, ctx, spans) for k, v in value.items()}
+    return value
+
+
+def redact_record(hooks: Hooks, record: MemoryRecord, ctx: WriteContext, vault: Vault | None = None) -> list[Redaction]:
+    """Redact in place. Metadata counts too: trigger reasons and compressed turns quote the user.
+
+    With a vault, the originals are sealed into ``metadata[VAULT_KEY]`` for an authorised reveal.
+    """
+    original = {"content": record.content, "summary": record.summary, "entities": list(record.entities),
+                "metadata": copy.deepcopy(record.metadata)}
+    spans: list[Redaction] = []
+    record.content = redact_value(hooks, record.content, ctx, spans)
+    if record.summary:
+        record.summary = redact_value(hooks, record.summary, ctx, spans)
+    record.metadata = redact_value(hooks, record.metadata, ctx, spans)
+    record.entities = list(dict.fromkeys(redact_value(hooks, list(record.entities), ctx, spans)))
+    if spans:
+        record.metadata["redactions"] = sorted({r.kind for r in spans})
+        if vault is not None:
+            record.metadata[VAULT_KEY] = vault.seal(
+                original, tenant_id=record.tenant_id, user_id=record.user_id, memory_id=record.memory_id
+            )
+    return spans
+
+
+def reveal(record: MemoryRecord, private_key: str) -> dict[str, Any]:
+    """The sealed originals of a redacted record (content, summary, entities, metadata)."""
+    token = record.metadata.get(VAULT_KEY)
+    if token is None:
+        raise VaultError(f"memory {record.memory_id} has no sealed original (nothing was redacted, "
+                         "or no vault public key was set when it was written)")
+    return open_sealed(token, private_key, tenant_id=record.tenant_id, user_id=record.user_id,
+                       memory_id=record.memory_id)
+
+
+def redact_turn(hooks: Hooks, turn: Turn, ctx: WriteContext) -> Turn:
+    """A copy of a window turn with its texts and metadata redacted, as it is stored."""
+    spans: list[Redaction] = []
+    return Turn(redact_value(hooks, turn.user, ctx, spans), redact_value(hooks, turn.assistant, ctx, spans),
+                turn.created_at, redact_value(hooks, turn.metadata, ctx, spans), turn.seq)
