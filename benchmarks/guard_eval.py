@@ -5,9 +5,12 @@ messages, memory tampering, hidden markup, encoded and obfuscated forms). Ordina
 LoCoMo turn (``../shared/data/locomo/locomo-dev.json``, CC BY-NC 4.0, read in place, not copied)
 plus ``tests/data/guard/ordinary.jsonl`` (English near-misses and Chinese daily conversation).
 
-The rules were tuned on the dev split only (attacks marked ``dev``, LoCoMo conversations 1-2,
-ordinary lines marked ``dev``); the held-out split (the other attacks, LoCoMo conversations
-3-5, the other ordinary lines) was written at the same time and only measured.
+The rules were tuned on the dev split (attacks marked ``dev``, LoCoMo conversations 1-2, ordinary
+lines marked ``dev``); the held-out split (the other attacks, LoCoMo conversations 3-5, the other
+ordinary lines) was written at the same time, before the rules. Its first measurement, blind, was
+62/65 attacks (95.4%) and 0/2052 false alarms; two of its misses then also failed unit tests and
+were fixed (Cyrillic capitals, the weight of "remember permanently"), so its later figures are no
+longer blind.
 
     python benchmarks/guard_eval.py               # the table
     python benchmarks/guard_eval.py --misses dev  # also list the dev split's misses and false alarms

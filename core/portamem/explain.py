@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RetrievalLog", "Retrieval", "Explanation", "explain"]
 
+log = logging.getLogger(__name__)
+
 #: how written, by the first audit action of a memory
 _WRITTEN_BY = {
     "save": "saved through the API",
@@ -32,8 +35,9 @@ _CAPTURED = "captured from the user's message of a turn by the write-triggers"
 class RetrievalLog:
     """Buffers which search returned which memory and writes the rows in batches, so search stays fast.
 
-    Rows still in the buffer are lost if the process dies; ``flush`` runs on close, on ``explain``
-    and every ``batch`` rows. The query is stored after PII redaction.
+    Every ``batch`` rows a background thread writes them (no search waits for the disk); ``flush``
+    writes the rest, on close and on ``explain``. Rows still buffered are lost if the process dies.
+    The query is stored after PII redaction.
     """
 
     def __init__(self, store: RecordStore, hooks: Hooks, *, batch: int = 256) -> None:
@@ -42,6 +46,7 @@ class RetrievalLog:
         self.batch = batch
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._writer: threading.Thread | None = None
 
     def record(self, query: str, hits: Sequence[SearchHit], ctx: WriteContext) -> None:
         if not hits:
@@ -53,11 +58,24 @@ class RetrievalLog:
                 for rank, h in enumerate(hits, 1)]
         with self._lock:
             self._rows.extend(rows)
-            full = len(self._rows) >= self.batch
-        if full:
-            self.flush()
+            if len(self._rows) < self.batch or (self._writer is not None and self._writer.is_alive()):
+                return
+            self._writer = threading.Thread(target=self._write, name="portamem-retrieval-log", daemon=True)
+            self._writer.start()
+
+    def _write(self) -> None:
+        with self._lock:
+            rows, self._rows = self._rows, []
+        try:
+            self.store.log_retrievals(rows)
+        except Exception:  # a diagnostic log must never fail a search; the rows are lost
+            log.exception("writing %d retrieval log rows failed", len(rows))
 
     def flush(self) -> None:
+        """Write every buffered row now (after any background write in flight)."""
+        writer = self._writer
+        if writer is not None:
+            writer.join()
         with self._lock:
             rows, self._rows = self._rows, []
         self.store.log_retrievals(rows)

@@ -94,3 +94,15 @@ def test_portamem_show_explains(tmp_path: Path, embedder, monkeypatch, capsys) -
     assert "session trip" in out and "returned by 1 search(es)" in out and "'vuelo Lima'" in out
     assert main(["--path", str(store), "show", rec.memory_id, "--user", "u1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["retrievals"][0]["rank"] == 1
+
+
+def test_full_batches_are_written_in_the_background(memory: Memory) -> None:
+    rec = memory.save_memory("The gym opens at six.", user_id="u1")
+    memory.retrieval_log.batch = 3
+    for _ in range(3):
+        memory.search_memory("gym opening", user_id="u1")
+    writer = memory.retrieval_log._writer
+    assert writer is not None
+    writer.join(timeout=10)
+    assert _logged(memory) == 3
+    assert len(memory.explain(rec.memory_id, user_id="u1").retrievals) == 3
