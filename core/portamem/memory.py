@@ -454,10 +454,13 @@ class Memory:
             return []
         self._attach_embeddings(records)
         with self._lock:
-            seen_again = trust.review(self, records)
+            # one neighbour look-up serves the trust review and the dedupe
+            active = [r for r in records if r.status is Status.ACTIVE]
+            near = self.index.nearest(active, k=trust.NEIGHBOURS) if active else {}
+            seen_again = trust.review(self, records, near)
             for c in seen_again:
                 self._replaced[id(c.by)] = c.pending
-            new, merged = self._dedupe([r for r in records if id(r) not in self._replaced])
+            new, merged = self._dedupe([r for r in records if id(r) not in self._replaced], near)
             with self.store.transaction() as conn:
                 self.store.insert(conn, new)
                 trust.apply_confirmations(self, conn, seen_again)
@@ -515,14 +518,21 @@ class Memory:
                 record.importance_band = band
 
     def _dedupe(
-        self, records: Sequence[MemoryRecord]
+        self, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]] | None = None
     ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord]]]:
-        """Split into new records and (existing, duplicate) pairs: cosine >= threshold bumps frequency."""
+        """Split into new records and (existing, duplicate) pairs: cosine >= threshold bumps frequency.
+
+        ``near`` is each record's nearest stored neighbours when the caller already looked them up.
+        """
         threshold = self.settings.dedupe_threshold
         new: list[MemoryRecord] = []
         merged: list[tuple[MemoryRecord, MemoryRecord]] = []
         candidates = [r for r in records if r.status is Status.ACTIVE]
-        nearest = self.index.nearest(candidates) if self.settings.dedupe and candidates else {}
+        if not (self.settings.dedupe and candidates):
+            nearest: Mapping[str, list[Any]] = {}
+        else:
+            nearest = {r.memory_id: near[r.memory_id] for r in candidates if r.memory_id in near} if near is not None \
+                else self.index.nearest(candidates)
         stored = self.store.get(
             candidates[0].tenant_id, candidates[0].user_id,
             [h.memory_id for hits in nearest.values() for h in hits],

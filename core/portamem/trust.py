@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTRADICTION_COSINE",
+    "NEIGHBOURS",
     "Confirmation",
     "trust_factors",
     "is_independent",
@@ -61,7 +62,7 @@ CONTRADICTION_COSINE = 0.85
 #: share of the non-value words two texts must have in common to be about the same thing
 _SAME_FRAME = 0.6
 #: nearest stored memories checked for a contradiction or a repeat
-_NEIGHBOURS = 8
+NEIGHBOURS = 8
 
 
 @dataclass
@@ -124,9 +125,9 @@ def _repeats_active(record: MemoryRecord, near: Sequence[tuple[MemoryRecord, flo
                for old, score in near)
 
 
-def _neighbours(mem: Memory, records: Sequence[MemoryRecord]) -> dict[str, list[tuple[MemoryRecord, float]]]:
-    """Each record's nearest stored active memories with their cosine, in one index call per user."""
-    hits = mem.index.nearest(list(records), k=_NEIGHBOURS) if records else {}
+def _neighbours(mem: Memory, records: Sequence[MemoryRecord],
+                hits: Mapping[str, Sequence[Any]]) -> dict[str, list[tuple[MemoryRecord, float]]]:
+    """Each record's nearest stored active memories (``MilvusVectorIndex.nearest``) with their cosine."""
     out: dict[str, list[tuple[MemoryRecord, float]]] = {}
     stored: dict[tuple[str, str], dict[str, MemoryRecord]] = {}
     for r in records:
@@ -139,9 +140,11 @@ def _neighbours(mem: Memory, records: Sequence[MemoryRecord]) -> dict[str, list[
     return out
 
 
-def review(mem: Memory, records: Sequence[MemoryRecord]) -> list[Confirmation]:
+def review(mem: Memory, records: Sequence[MemoryRecord],
+           near: Mapping[str, Sequence[Any]] | None = None) -> list[Confirmation]:
     """Set trust-driven statuses on a batch about to be stored (embeddings attached); see the rules above.
 
+    ``near``: each record's nearest stored neighbours, when already looked up (else looked up here).
     Returns the stored PENDING memories this batch meets again; those records are not stored themselves.
     """
     threshold = mem.settings.dedupe_threshold
@@ -149,7 +152,9 @@ def review(mem: Memory, records: Sequence[MemoryRecord]) -> list[Confirmation]:
     pending_by_user: dict[tuple[str, str], list[MemoryRecord]] = {}
     # quarantined records, or ones a guard already held back, are not reviewed
     todo = [r for r in records if r.status is Status.ACTIVE and r.embedding is not None]
-    near = _neighbours(mem, todo)
+    if near is None:
+        near = mem.index.nearest(todo, k=NEIGHBOURS) if todo else {}
+    neighbours = _neighbours(mem, todo, near)
     for record in todo:
         scope = (record.tenant_id, record.user_id)
         if scope not in pending_by_user:
@@ -160,7 +165,7 @@ def review(mem: Memory, records: Sequence[MemoryRecord]) -> list[Confirmation]:
             confirmations.append(Confirmation(match, record, ends and is_independent(match, record)))
             continue
         if TRUST_RANK[record.trust] < TRUST_RANK[Trust.HIGH]:
-            found = _conflicts(record, near[record.memory_id])
+            found = _conflicts(record, neighbours[record.memory_id])
             if found:
                 record.status = Status.PENDING
                 record.metadata["trust"] = {
@@ -170,7 +175,7 @@ def review(mem: Memory, records: Sequence[MemoryRecord]) -> list[Confirmation]:
                 }
                 pending_by_user[scope].append(record)
                 continue
-        if record.trust is Trust.LOW and not _repeats_active(record, near[record.memory_id], threshold):
+        if record.trust is Trust.LOW and not _repeats_active(record, neighbours[record.memory_id], threshold):
             record.status = Status.PENDING
             record.metadata["trust"] = {"pending": "low trust",
                                         "reason": f"low-trust source ({record.source.value}) awaits confirmation"}
