@@ -112,12 +112,13 @@ def _add_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", "--top-k", type=int, default=5)
     p.add_argument("--type", action="append", dest="types", help="memory type filter (repeatable)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--debug", action="store_true", help="print every candidate's scores and fate, and the prompt")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         filters = {"types": args.types} if args.types else None
-        hits = mem.search_memory(args.query, user_id=args.user, top_k=args.top_k, filters=filters)
+        hits = mem.search_memory(args.query, user_id=args.user, top_k=args.top_k, filters=filters, debug=args.debug)
         if args.json:
             print(json.dumps([{"memory_id": h.memory_id, "score": h.score, "components": h.breakdown.components,
                                "found_by": h.found_by, "record": h.record.to_dict(include_embedding=False)}

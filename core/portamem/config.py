@@ -27,12 +27,15 @@ DEFAULT_HALF_LIVES: dict[str, float] = {
 #: high or medium one (ties between those two go to high)
 DEFAULT_TRUST_FACTORS: dict[str, float] = {"high": 1.0, "medium": 1.0, "low": 0.6}
 
-#: final = sum(weight * component); the defaults of DESIGN.md's read path
+#: final = sum(weight * component), recency and importance scaled by the query evidence
+#: (``portamem.retrieval.combine``). From ``portamem tune`` on LoCoMo conversations 0-2, rounded;
+#: entity keeps a small weight for exact identifiers, which LoCoMo's questions hardly ask about
 DEFAULT_WEIGHTS: dict[str, float] = {
-    "vector": 0.45,
-    "keyword": 0.25,
-    "recency": 0.18,
-    "importance": 0.12,
+    "vector": 0.5,
+    "keyword": 0.45,
+    "entity": 0.05,
+    "recency": 0.1,
+    "importance": 0.05,
 }
 
 
@@ -61,8 +64,8 @@ class Settings:
     #: candidates fetched from each retriever before merging
     candidate_k: int = 50
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
-    #: recency = exp(-recency_lambda * age_hours)
-    recency_lambda: float = 0.01
+    #: recency = exp(-recency_lambda * age_hours): 0.002 halves it in about two weeks
+    recency_lambda: float = 0.002
     #: hits with a lower final score are dropped
     min_score: float = 0.0
     half_lives: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
