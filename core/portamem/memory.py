@@ -592,13 +592,14 @@ class Memory:
         window_session: str | None = None,
         shown: Iterable[str] = (),
         debug: bool | IO[str] = False,
+        trace: list[TraceEntry] | None = None,
     ) -> list[SearchHit]:
         """Hybrid search of one user's memories; each hit carries its score breakdown and provenance.
 
         ``sources`` and ``weights`` narrow or reweigh the read path (baselines, tuning). Memories the
         prompt already holds, the turns of ``window_session``'s working window and the ``shown`` texts,
         are left out. ``debug`` prints every candidate, its scores and fate, and the prompt text
-        (to stderr, or to the stream given).
+        (to stderr, or to the stream given); ``trace`` collects the same as ``TraceEntry`` objects.
         """
         self._check_open()
         user_id = self._check_id("user_id", user_id)
@@ -611,6 +612,11 @@ class Memory:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValidationError(f"top_k must be a positive integer, got {top_k!r}")
         f = SearchFilters.coerce(filters)
+        if Status.QUARANTINED in f.statuses:
+            raise ValidationError(
+                "quarantined memories are never searched or recalled; review them with "
+                "list_memories(filters={'statuses': ['quarantined']}) or audit_scan(include_quarantined=True)"
+            )
         now = now or utcnow()
         s = self.settings
         if weights is not None:
@@ -623,7 +629,8 @@ class Memory:
             query, tenant_id=tenant_id, user_id=user_id, filters=f, k=max(s.candidate_k, k), sources=sources
         )
         registered = self.hooks.scorers()
-        trace: list[TraceEntry] | None = [] if debug else None
+        if trace is None and debug:
+            trace = []
         hits = self.retriever.rank(
             query,
             candidates,
@@ -642,7 +649,8 @@ class Memory:
             trust_factor=trust.trust_factors(s.trust_factors),
         )
         self.retrieval_log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s))
-        if trace is not None:
+        if debug:
+            assert trace is not None
             print(explain(query, trace, format_memories(hits)), file=sys.stderr if debug is True else debug)
         return hits
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from portamem import Memory, Status
+from portamem import Memory, Status, ValidationError
 from portamem.config import Settings
 from portamem.pipeline import WriteContext
 from portamem.plugins import Hooks, get_plugin_manager
@@ -150,6 +150,10 @@ def test_quarantined_memory_is_stored_with_reason_but_never_recalled(memory: Mem
         ids = [h.memory_id for h in memory.search_memory(query, user_id="u1", top_k=10)]
         assert bad.memory_id not in ids
     assert bad.memory_id not in memory.index.ids()
+    with pytest.raises(ValidationError, match="never searched"):
+        memory.search_memory(attack, user_id="u1", filters={"statuses": ["active", "quarantined"]})
+    assert [r.memory_id for r in memory.list_memories(user_id="u1", filters={"statuses": ["quarantined"]})] == [
+        bad.memory_id]
     trail = memory.history(bad.memory_id, user_id="u1")
     assert trail[0]["detail"]["status"] == "quarantined"
 
