@@ -26,7 +26,7 @@ from .errors import ValidationError
 from .filters import SearchFilters
 from .memory import Memory, MemoryDraft
 from .records import MemoryType, Status
-from .retrieval import SOURCES, combine
+from .retrieval import SOURCES, TraceEntry, combine
 
 __all__ = [
     "CATEGORIES",
@@ -50,12 +50,8 @@ __all__ = [
 #: LoCoMo's question categories, named as the dataset's own evaluation code names them
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
-#: what each compared method searches with: sources, and weights (None: the configured ones)
-METHODS: dict[str, tuple[tuple[str, ...], dict[str, float] | None]] = {
-    "hybrid": (SOURCES, None),
-    "vector": (("vector",), {"vector": 1.0}),
-    "bm25": (("keyword",), {"keyword": 1.0}),
-}
+#: the compared methods and the weights that rank by each alone (None: the configured weights)
+METHODS: dict[str, dict[str, float] | None] = {"hybrid": None, "vector": {"vector": 1.0}, "bm25": {"keyword": 1.0}}
 
 _SESSION_TIME = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
@@ -148,7 +144,7 @@ def load_locomo(path: str | Path) -> list[LocomoConversation]:
 
 # ---------------------------------------------------------------------- embedding cache
 class CachedEmbedder:
-    """Wraps an embedder so that a text is embedded once per run (the methods share the queries).
+    """Wraps an embedder so that a text is embedded once per run (questions and turns repeat).
 
     It keeps the wrapped model's name and version, so the vectors it stores are labelled as that model's.
     """
@@ -223,8 +219,8 @@ def _ingested(
     try:
         ids: dict[str, str] = {}
         bar = _progress(len(conv.turns), f"ingest {conv.sample_id}", show_progress)
-        for start in range(0, len(conv.turns), 256):
-            batch = conv.turns[start:start + 256]
+        for start in range(0, len(conv.turns), 128):
+            batch = conv.turns[start:start + 128]
             drafts = [MemoryDraft(content=t.content, type=MemoryType.EPISODIC, session_id=t.dia_id.split(":")[0],
                                   created_at=t.created_at, metadata={"dia_id": t.dia_id}) for t in batch]
             for turn, record in zip(batch, mem.save_memories(drafts, user_id=conv.sample_id)):
@@ -240,6 +236,12 @@ def _ingested(
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _prime_queries(embedder: Embedder, questions: Sequence[LocomoQuestion], i: int, batch: int = 32) -> None:
+    """Embed the questions a batch ahead (a cached embedder keeps them): batches run faster."""
+    if i % batch == 0 and isinstance(embedder, CachedEmbedder):
+        embedder.embed([q.question for q in questions[i:i + batch]], kind="query")
+
+
 def _select(convs: list[LocomoConversation], which: Iterable[int] | None) -> list[LocomoConversation]:
     if which is None:
         return convs
@@ -251,6 +253,13 @@ def _select(convs: list[LocomoConversation], which: Iterable[int] | None) -> lis
 
 
 # ---------------------------------------------------------------------- evaluation
+def _baseline(trace: Sequence[TraceEntry], source: str, raw: str, depth: int) -> list[TraceEntry]:
+    """One retriever's own list, in its own order (cosine, or BM25), newest first on ties."""
+    own = [e for e in trace if source in e.candidate.found_by]
+    own.sort(key=lambda e: (-e.candidate.raw.get(raw, 0.0), -e.candidate.record.created_at.timestamp()))  # type: ignore[union-attr]
+    return own[:depth]
+
+
 def evaluate_locomo(
     path: str | Path,
     *,
@@ -259,44 +268,51 @@ def evaluate_locomo(
     settings: Settings | None = None,
     embedder: Embedder | None = None,
     weights: Mapping[str, float] | None = None,
-    methods: Sequence[str] = tuple(METHODS),
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """Ask every question of each conversation through ``Memory.search_memory``, once per method.
+    """Ask every question of each conversation through ``Memory.search_memory`` (hybrid), and rank
+    the same candidates by each retriever alone for the baselines: pure vector is the index's
+    nearest neighbours by cosine, pure BM25 the keyword index's matches by BM25.
 
-    MRR counts the first evidence turn within the top ``max(ks)`` (0 when none is there).
+    One search per question serves all three, so the baselines see exactly the lists the hybrid
+    merged. MRR counts the first evidence turn within the top ``max(ks)`` (0 when none is there).
     """
     ks = tuple(sorted(set(int(k) for k in ks)))
     if not ks or ks[0] < 1:
         raise ValidationError(f"--k values must be positive integers, got {list(ks)}")
-    unknown = set(methods) - set(METHODS)
-    if unknown:
-        raise ValidationError(f"unknown methods {sorted(unknown)}; known: {list(METHODS)}")
     settings = settings or Settings.load()
     if weights is not None:
         settings = settings.replace(weights={**settings.weights, **weights})
     started = time.perf_counter()
     cached = CachedEmbedder(embedder or get_embedder(settings.embedder))
     convs = _select(load_locomo(path), conversations)
-    tallies = {m: _Tally(ks) for m in methods}
+    tallies = {m: _Tally(ks) for m in METHODS}
     depth = max(ks)
+    # the candidate lists must reach past the deepest cut-off for the baselines to be whole
+    settings = settings.replace(candidate_k=max(settings.candidate_k, depth))
     ingested = 0
     inactive = 0
     for conv in convs:
         with _ingested(conv, settings, cached, show_progress) as (mem, ids, statuses):
             ingested += len(ids)
             inactive += sum(n for s, n in statuses.items() if s != Status.ACTIVE.value)
-            bar = _progress(len(conv.questions) * len(methods), f"ask {conv.sample_id}", show_progress)
-            for q in conv.questions:
-                for method in methods:
-                    sources, method_weights = METHODS[method]
-                    hits = mem.search_memory(q.question, user_id=conv.sample_id, top_k=depth, now=conv.now,
-                                             sources=sources, weights=method_weights)
-                    tallies[method].add(q.category, [ids.get(h.memory_id, "?") for h in hits], q.evidence)
-                    bar.update(1)
+            bar = _progress(len(conv.questions), f"ask {conv.sample_id}", show_progress)
+            for i, q in enumerate(conv.questions):
+                _prime_queries(cached, conv.questions, i)
+                trace: list[TraceEntry] = []
+                hits = mem.search_memory(q.question, user_id=conv.sample_id, top_k=depth, now=conv.now, trace=trace)
+                ranked = {
+                    "hybrid": [h.memory_id for h in hits],
+                    "vector": [e.candidate.memory_id for e in _baseline(trace, "vector", "cosine", depth)],
+                    "bm25": [e.candidate.memory_id for e in _baseline(trace, "keyword", "bm25", depth)],
+                }
+                for method, memory_ids in ranked.items():
+                    tallies[method].add(q.category, [ids.get(m, "?") for m in memory_ids], q.evidence)
+                bar.update(1)
             bar.close()
     results = {m: t.summary() for m, t in tallies.items()}
-    report: dict[str, Any] = {
+    hybrid = results["hybrid"]["overall"]
+    return {
         "dataset": str(path),
         "conversations": [c.sample_id for c in convs],
         "questions": sum(len(c.questions) for c in convs),
@@ -308,15 +324,12 @@ def evaluate_locomo(
         "weights": dict(settings.weights),
         "recency_lambda": settings.recency_lambda,
         "results": results,
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    if "hybrid" in results:
-        hybrid = results["hybrid"]["overall"]
-        report["margins"] = {
+        "margins": {
             m: {key: round(hybrid[key] - r["overall"][key], 4) for key in hybrid if key != "n"}
             for m, r in results.items() if m != "hybrid"
-        }
-    return report
+        },
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def format_evaluation(report: Mapping[str, Any]) -> str:
@@ -368,7 +381,8 @@ def _candidate_rows(
     registered = mem.hooks.scorers()
     out: dict[float, list[Any]] = {lam: [] for lam in lambdas}
     bar = _progress(len(conv.questions), f"ask {conv.sample_id}", show_progress)
-    for q in conv.questions:
+    for i, q in enumerate(conv.questions):
+        _prime_queries(mem.embedder, conv.questions, i)
         cands = list(mem.retriever.candidates(
             q.question, tenant_id=mem.tenant_id, user_id=conv.sample_id, filters=SearchFilters(),
             k=mem.settings.candidate_k, sources=SOURCES,
@@ -491,7 +505,7 @@ def tune_weights(
     def figures(w: Mapping[str, float], lam: float) -> dict[str, Any]:
         return {split: _score_table(tables[split][lam], w, ks, depth) for split in tables}
 
-    baselines = {m: figures(w, lambdas[0]) for m, (_, w) in METHODS.items() if w is not None}
+    baselines = {m: figures(w, lambdas[0]) for m, w in METHODS.items() if w is not None}
     return {
         "dataset": str(path),
         "train": [convs[i].sample_id for i in train],

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -118,8 +119,16 @@ def combine(components: Mapping[str, Any], weights: Mapping[str, float]) -> Any:
     return sum(weights.get(n, 0.0) * v * (share if n in PRIORS else 1.0) for n, v in components.items())
 
 
+# memories come back in search after search: tokenise each text once
+@lru_cache(maxsize=8192)
 def _words(text: str) -> frozenset[str]:
     return frozenset(tokenize(text, keep_stopwords=True))
+
+
+@lru_cache(maxsize=8192)
+def _term_counts(text: str) -> Counter[str]:
+    """Search-token counts of a text (shared by the cache: never mutate the result)."""
+    return Counter(tokenize(text))
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -248,7 +257,7 @@ class Retriever:
         for cand in found.values():
             assert cand.record is not None
             text = keyword_text(cand.record)
-            counts = Counter(tokenize(text))
+            counts = _term_counts(text)
             norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(text) / mean_len) if mean_len > 0 else BM25_K1
             bm25 = sum(idf[t] * counts[t] * (BM25_K1 + 1.0) / (counts[t] + norm) for t in tokens if counts[t])
             cand.raw["bm25"] = bm25

@@ -187,6 +187,9 @@ def test_debug_prints_candidates_components_and_prompt(memory: Memory) -> None:
     assert "entity" in text and "keyword" in text and "vector" in text
     assert "below top-k" in text  # the candidates that did not make it are listed with their fate
     assert text.rstrip().endswith(format_memories(hits).splitlines()[-1])
+    trace: list = []  # the same account as objects, for evaluation code
+    memory.search_memory("ORD-58213", user_id="u1", top_k=2, trace=trace, now=NOW)
+    assert len(trace) == len(ORDERS) and [e.rank for e in trace if e.fate == "kept"] == [1, 2]
 
 
 def test_baseline_sources_are_validated(memory: Memory) -> None:
