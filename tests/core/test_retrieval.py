@@ -34,6 +34,11 @@ def _ids(hits: list) -> list[str]:
     return [h.memory_id for h in hits]
 
 
+def _leads(hits: list, component: str) -> bool:
+    """The first hit scores higher on ``component`` than every other hit."""
+    return hits[0].breakdown.components[component] > max(h.breakdown.components[component] for h in hits[1:])
+
+
 def _one_source(mem: Memory, query: str, source: str) -> list[str]:
     """The baseline ranking: one retriever, its own score only."""
     return _ids(mem.search_memory(query, user_id="u1", sources=[source], weights={source: 1.0}, now=NOW))
@@ -54,10 +59,8 @@ def test_exact_order_number_found_by_keyword_and_entity_where_vector_misses(memo
     assert _one_source(memory, query, "vector")[0] != ids[4]  # the question's wording pulls vector search elsewhere
     hits = memory.search_memory(query, user_id="u1", now=NOW)
     assert hits[0].memory_id == ids[4]
-    comps = hits[0].breakdown.components
-    assert comps["entity"] == pytest.approx(1.0)
-    assert comps["keyword"] > max(h.breakdown.components["keyword"] for h in hits[1:])
-    assert {"entity", "keyword"} <= set(hits[0].found_by)
+    assert hits[0].breakdown.components["entity"] == pytest.approx(1.0)
+    assert _leads(hits, "keyword") and {"entity", "keyword"} <= set(hits[0].found_by)
     # a near-miss number shares no exact entity
     near = next(h for h in hits if h.memory_id == ids[2])
     assert near.breakdown.components["entity"] == 0.0
@@ -78,8 +81,7 @@ def test_paraphrase_found_by_vector_where_keyword_misses(memory: Memory) -> None
     hits = memory.search_memory(query, user_id="u1", now=NOW)
     assert hits[0].memory_id == ids[0]
     assert hits[0].breakdown.components["keyword"] == 0.0
-    assert hits[0].breakdown.components["vector"] > max(h.breakdown.components["vector"] for h in hits[1:])
-    assert hits[0].found_by == ("vector",)
+    assert _leads(hits, "vector") and hits[0].found_by == ("vector",)
 
 
 def test_weak_best_keyword_match_stays_weak(memory: Memory) -> None:
