@@ -145,7 +145,7 @@ class Explanation:
         lines.append(f"  returned by {len(self.retrievals)} search(es)" + (":" if self.retrievals else ""))
         for x in self.retrievals[-20:]:
             lines.append(f"    {x.at:%Y-%m-%d %H:%M:%S}  rank {x.rank}  score {x.score:.3f}  {x.query[:70]!r}")
-        lines.append(f"  history: " + ", ".join(f"{h['action']} {h['ts']:%Y-%m-%d %H:%M}" for h in self.history))
+        lines.append("  history: " + ", ".join(f"{h['action']} {h['ts']:%Y-%m-%d %H:%M}" for h in self.history))
         return "\n".join(lines)
 
 

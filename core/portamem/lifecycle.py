@@ -11,7 +11,7 @@ import numpy as np
 from .dedupe import is_duplicate
 from .errors import ValidationError
 from .filters import SearchFilters
-from .records import MemoryRecord, Status, utcnow
+from .records import MemoryRecord, utcnow
 
 if TYPE_CHECKING:
     from .memory import Memory

@@ -9,7 +9,6 @@ import logging
 import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Callable, TypeVar
@@ -18,20 +17,16 @@ import numpy as np
 import pluggy
 
 from .config import Settings
-from .dedupe import is_duplicate
 from .embeddings import Embedder, get_embedder
 from .errors import (
     ContentTooLongError,
     EmbeddingModelMismatchError,
-    ImportFormatError,
     NotFoundError,
     StoreError,
     ValidationError,
 )
 from .filters import SearchFilters
 from .records import (
-    DEFAULT_TRUST,
-    TRUST_RANK,
     MemoryRecord,
     MemoryType,
     SearchHit,
@@ -48,7 +43,7 @@ from . import trust
 from .audit import AuditFinding, audit_scan
 from .explain import Explanation, RetrievalLog
 from .explain import explain as explain_record
-from .privacy import redact_record, redact_turn, reveal
+from .privacy import redact_turn, reveal
 from .vault import Vault, load_private_key
 from .lifecycle import MaintenanceReport, maintain
 from .pipeline import WriteContext
@@ -56,6 +51,8 @@ from .plugins import Hooks, get_plugin_manager
 from .portable import export_jsonl, import_jsonl
 from .store import RecordStore
 from .vectors import MilvusVectorIndex
+from .window import capture, episode
+from .writing import MemoryDraft, write
 
 __all__ = ["Memory", "MemoryDraft"]
 
@@ -63,33 +60,6 @@ log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 ProgressFactory = Callable[[int, str], Any]
-
-
-def _as_enum(name: str, enum: type[_T], value: Any) -> _T:
-    try:
-        return enum(value)  # type: ignore[call-arg]
-    except ValueError as exc:
-        allowed = [e.value for e in enum]  # type: ignore[attr-defined]
-        raise ValidationError(f"{name} must be one of {allowed}, got {value!r}") from exc
-
-
-@dataclass
-class MemoryDraft:
-    """One memory to save in a batch (``Memory.save_memories``); the same fields as ``save_memory``."""
-
-    content: str
-    type: MemoryType | str = MemoryType.SEMANTIC
-    importance: float | None = None
-    half_life_days: float | None = None
-    source: Source | str = Source.USER
-    trust: Trust | str | None = None
-    session_id: str | None = None
-    agent_id: str | None = None
-    kind: str | None = None
-    summary: str | None = None
-    entities: list[str] | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    created_at: datetime | None = None
 
 
 def _async_twin(method: Callable[..., _T]) -> Callable[..., Any]:
@@ -208,61 +178,6 @@ class Memory:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
             raise ValidationError(f"{name} must be a number between 0 and 1, got {value!r}")
         return float(value)
-
-    def _build_record(self, draft: MemoryDraft, *, user_id: str, tenant_id: str) -> MemoryRecord:
-        content = self._check_content(draft.content)
-        mtype = _as_enum("type", MemoryType, draft.type)
-        source = _as_enum("source", Source, draft.source)
-        trust = DEFAULT_TRUST[source] if draft.trust is None else _as_enum("trust", Trust, draft.trust)
-        importance = 0.5 if draft.importance is None else self._check_unit("importance", draft.importance)
-        kind = draft.kind if draft.kind is not None or mtype is not MemoryType.EPISODIC else "episodic"
-        if kind is not None and (not isinstance(kind, str) or kind not in self.settings.half_lives):
-            raise ValidationError(f"kind must be one of {sorted(self.settings.half_lives)}, got {kind!r}")
-        if draft.half_life_days is not None:
-            hl = draft.half_life_days
-            if isinstance(hl, bool) or not isinstance(hl, (int, float)) or hl <= 0:
-                raise ValidationError(f"half_life_days must be a positive number, got {hl!r}")
-            half_life = float(hl)
-        else:
-            default_kind = kind or ("episodic" if mtype is MemoryType.EPISODIC else "fact")
-            half_life = self.settings.half_lives[default_kind]
-        if not isinstance(draft.metadata, Mapping):
-            raise ValidationError(f"metadata must be a mapping, got {type(draft.metadata).__name__}")
-        try:
-            metadata = json.loads(json.dumps(dict(draft.metadata)))
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
-        if draft.entities is not None and (
-            not isinstance(draft.entities, (list, tuple)) or not all(isinstance(e, str) for e in draft.entities)
-        ):
-            raise ValidationError("entities must be a list of strings")
-        if draft.summary is not None and not isinstance(draft.summary, str):
-            raise ValidationError("summary must be a string")
-        if draft.created_at is not None and not isinstance(draft.created_at, datetime):
-            raise ValidationError("created_at must be a datetime")
-        now = utcnow()
-        created = draft.created_at or now
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=now.tzinfo)
-        return MemoryRecord(
-            content=content,
-            user_id=user_id,
-            tenant_id=tenant_id,
-            session_id=self._check_id("session_id", draft.session_id, optional=True),
-            agent_id=self._check_id("agent_id", draft.agent_id, optional=True),
-            type=mtype,
-            kind=kind,
-            summary=draft.summary,
-            entities=list(draft.entities or []),
-            importance=importance,
-            importance_band=importance_band(importance),
-            half_life_days=half_life,
-            created_at=created,
-            updated_at=now,
-            source=source,
-            trust=trust,
-            metadata=metadata,
-        )
 
     # ------------------------------------------------------------------ embeddings
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -441,141 +356,7 @@ class Memory:
                     raise ValidationError(f"bad memory fields: {exc}") from exc
             else:
                 raise ValidationError(f"each memory must be a MemoryDraft, mapping or string, got {type(d).__name__}")
-        return self._write(items, user_id=user_id, tenant_id=tenant_id, explicit=True)
-
-    def _write(
-        self, items: Sequence[MemoryDraft], *, user_id: str, tenant_id: str, explicit: bool
-    ) -> list[MemoryRecord]:
-        """The write path: guard, redact, structure, score, embed, dedupe, then store + index + audit."""
-        records = [self._build_record(d, user_id=user_id, tenant_id=tenant_id) for d in items]
-        for draft, record in zip(items, records):
-            self._prepare(draft, record, explicit=explicit)
-        if not records:
-            return []
-        self._attach_embeddings(records)
-        with self._lock:
-            # one neighbour look-up serves the trust review and the dedupe
-            active = [r for r in records if r.status is Status.ACTIVE]
-            near = self.index.nearest(active, k=trust.NEIGHBOURS) if active else {}
-            seen_again = trust.review(self, records, near)
-            for c in seen_again:
-                self._replaced[id(c.by)] = c.pending
-            new, merged = self._dedupe([r for r in records if id(r) not in self._replaced], near)
-            with self.store.transaction() as conn:
-                self.store.insert(conn, new)
-                trust.apply_confirmations(self, conn, seen_again)
-                for existing, duplicate in merged:
-                    self.store.update_fields(
-                        conn, [existing.memory_id], reindex=True,
-                        frequency=existing.frequency, importance=existing.importance,
-                        importance_band=existing.importance_band, type=existing.type.value,
-                        kind=existing.kind, half_life_days=existing.half_life_days, trust=existing.trust.value,
-                        updated_at=existing.updated_at.timestamp(), metadata=existing.metadata,
-                    )
-                self.store.audit_many(
-                    conn,
-                    [{"action": "save", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
-                      "detail": {"type": r.type.value, "source": r.source.value, "session_id": r.session_id,
-                                 "status": r.status.value, **({"guard": r.metadata["guard"]} if "guard" in r.metadata else {})}}
-                     for r in new]
-                    + [{"action": "dedupe", "tenant_id": e.tenant_id, "user_id": e.user_id, "memory_id": e.memory_id,
-                        "detail": {"frequency": e.frequency, "session_id": d.session_id, "source": d.source.value}}
-                       for e, d in merged],
-                )
-            self._index_records(new + [e for e, _ in merged] + [c.pending for c in seen_again])
-        out = [self._replaced.pop(id(r), r) for r in records]
-        return out
-
-    def _context(self, record: MemoryRecord, *, explicit: bool) -> WriteContext:
-        return WriteContext(
-            tenant_id=record.tenant_id, user_id=record.user_id, settings=self.settings,
-            session_id=record.session_id, agent_id=record.agent_id, source=record.source, explicit=explicit,
-        )
-
-    def _prepare(self, draft: MemoryDraft, record: MemoryRecord, *, explicit: bool) -> None:
-        ctx = self._context(record, explicit=explicit)
-        # the guard sees the text as written (encoded payloads included), before redaction
-        verdict = self.hooks.guard(record, ctx)
-        if verdict.action != "allow":
-            record.status = Status.QUARANTINED if verdict.action == "quarantine" else Status.PENDING
-            record.metadata["guard"] = {"action": verdict.action, "reason": verdict.reason, "guard": verdict.guard}
-        redact_record(self.hooks, record, ctx, self.vault)
-        if draft.entities is None:
-            extraction = self.hooks.extract(record.content, ctx)
-            if extraction is not None:
-                record.entities = list(dict.fromkeys(extraction.entities))
-                record.triples = [list(t) for t in extraction.triples]
-                if record.summary is None:
-                    record.summary = extraction.summary
-                if record.kind is None and extraction.kind in self.settings.half_lives:
-                    record.kind = extraction.kind
-                    if draft.half_life_days is None and record.type is not MemoryType.WORKING:
-                        record.half_life_days = self.settings.half_lives[extraction.kind]
-        if draft.importance is None:
-            band = self.hooks.score_importance(record, ctx)
-            if band is not None:
-                record.importance = band / 100.0
-                record.importance_band = band
-
-    def _dedupe(
-        self, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]] | None = None
-    ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord]]]:
-        """Split into new records and (existing, duplicate) pairs: cosine >= threshold bumps frequency.
-
-        ``near`` is each record's nearest stored neighbours when the caller already looked them up.
-        """
-        threshold = self.settings.dedupe_threshold
-        new: list[MemoryRecord] = []
-        merged: list[tuple[MemoryRecord, MemoryRecord]] = []
-        candidates = [r for r in records if r.status is Status.ACTIVE]
-        if not (self.settings.dedupe and candidates):
-            nearest: Mapping[str, list[Any]] = {}
-        else:
-            nearest = {r.memory_id: near[r.memory_id] for r in candidates if r.memory_id in near} if near is not None \
-                else self.index.nearest(candidates)
-        stored = self.store.get(
-            candidates[0].tenant_id, candidates[0].user_id,
-            [h.memory_id for hits in nearest.values() for h in hits],
-        ) if nearest else {}
-        for record in records:
-            target: MemoryRecord | None = None
-            if record.status is Status.ACTIVE and self.settings.dedupe:
-                target = next(
-                    (stored[h.memory_id] for h in nearest.get(record.memory_id, [])
-                     if h.memory_id in stored and is_duplicate(record.content, stored[h.memory_id].content,
-                                                               h.score, threshold)),
-                    None,
-                )
-                if target is None:  # a duplicate earlier in the same batch
-                    vec = np.asarray(record.embedding, dtype=np.float32)
-                    target = next(
-                        (o for o in new if o.status is Status.ACTIVE and is_duplicate(
-                            record.content, o.content,
-                            float(np.dot(vec, np.asarray(o.embedding, dtype=np.float32))), threshold)),
-                        None,
-                    )
-            if target is None:
-                new.append(record)
-                continue
-            self._merge_into(target, record)
-            if not any(target is o for o in new):
-                merged.append((target, record))
-            self._replaced[id(record)] = target
-        return new, merged
-
-    def _merge_into(self, existing: MemoryRecord, duplicate: MemoryRecord) -> None:
-        existing.frequency += 1
-        existing.updated_at = utcnow()
-        if duplicate.importance > existing.importance:
-            existing.importance, existing.importance_band = duplicate.importance, duplicate.importance_band
-        if TRUST_RANK[duplicate.trust] > TRUST_RANK[existing.trust]:  # a more trusted source vouches for it
-            existing.trust = duplicate.trust
-        promote = existing.metadata.pop("promote_to", None)
-        # a working-memory candidate seen a second time becomes long-term memory
-        if existing.type is MemoryType.WORKING and (promote or duplicate.type is not MemoryType.WORKING):
-            existing.type = MemoryType(promote or duplicate.type.value)
-            if existing.kind in self.settings.half_lives:
-                existing.half_life_days = self.settings.half_lives[existing.kind]
+        return write(self, items, user_id=user_id, tenant_id=tenant_id, explicit=True)
 
     # ------------------------------------------------------------------ read
     def search_memory(
@@ -874,8 +655,8 @@ class Memory:
             window = self.store.turns(tenant_id, user_id, session_id)
             overflow = len(window) + 1 - self.settings.window_turns
             evicted = [*window, turn] if overflow > len(window) else window[: max(0, overflow)]
-            episode = self._episode(evicted, user_id, tenant_id, session_id) if evicted else None
-            episodes = [episode] if episode is not None else []
+            compressed = episode(self, evicted, user_id, tenant_id, session_id) if evicted else None
+            episodes = [compressed] if compressed is not None else []
             self._attach_embeddings(episodes)
             ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings, session_id=session_id)
             kept = redact_turn(self.hooks, turn, ctx) if self.settings.redact_window else turn
@@ -891,67 +672,8 @@ class Memory:
                      for e in episodes],
                 )
             self._index_records(episodes)
-        captured = self._capture(turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
+        captured = capture(self, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
         return episodes + captured
-
-    def _capture(self, turn: Turn, *, user_id: str, tenant_id: str, session_id: str) -> list[MemoryRecord]:
-        """Run the write-triggers on the user's message; keep what they vote for.
-
-        A vote the user stressed ("remember that ...") goes to long-term memory at once; any other goes
-        to working memory as a candidate that becomes long-term when it is seen a second time.
-        """
-        if not self.settings.auto_capture or not turn.user.strip():
-            return []
-        ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings,
-                           session_id=session_id, source=Source.USER, explicit=False)
-        votes = self.hooks.trigger_votes(turn.user, ctx)
-        yes = [v for _, v in votes if v.remember]
-        no = max((v.strength for _, v in votes if not v.remember), default=0.0)
-        if not yes:
-            return []
-        best = max(yes, key=lambda v: v.strength)
-        if best.strength < self.settings.trigger_threshold or best.strength <= no:
-            return []
-        explicit = any(v.explicit for v in yes)
-        draft = MemoryDraft(
-            content=turn.user.strip()[: self.settings.max_content_chars],
-            type=best.type if explicit else MemoryType.WORKING,
-            kind=best.kind if best.kind in self.settings.half_lives else None,
-            session_id=session_id,
-            created_at=turn.created_at,
-            half_life_days=None if explicit else self.settings.half_lives["task"],
-            metadata={"trigger": best.reason, **({} if explicit else {"promote_to": best.type.value})},
-        )
-        return self._write([draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit)
-
-    def _captured_from(self, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> list[str]:
-        """Ids of memories the write-triggers captured from these turns (same session, same time)."""
-        times = {t.created_at.timestamp() for t in turns}
-        window = SearchFilters(statuses=(Status.ACTIVE, Status.PENDING), session_id=session_id,
-                               created_after=min(turns, key=lambda t: t.created_at).created_at - timedelta(seconds=1),
-                               created_before=max(turns, key=lambda t: t.created_at).created_at)
-        return [r.memory_id for r in self.store.list(tenant_id, user_id, window)
-                if "trigger" in r.metadata and r.created_at.timestamp() in times]
-
-    def _episode(self, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> MemoryRecord | None:
-        ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings,
-                           session_id=session_id, source=Source.USER, explicit=False)
-        text = (self.hooks.summarize_turns(turns, ctx) or "").strip()[: self.settings.max_content_chars]
-        if not text:
-            return None
-        draft = MemoryDraft(
-            content=text,
-            type=MemoryType.EPISODIC,
-            source=Source.USER,
-            session_id=session_id,
-            kind="episodic",
-            created_at=turns[0].created_at,
-            metadata={"covers": self._captured_from(turns, user_id, tenant_id, session_id), "turns": [{"user": t.user, "assistant": t.assistant, "created_at": t.created_at.isoformat(),
-                                 "metadata": t.metadata} for t in turns]},
-        )
-        record = self._build_record(draft, user_id=user_id, tenant_id=tenant_id)
-        self._prepare(draft, record, explicit=False)
-        return record
 
     def context(self, *, user_id: str, session_id: str = "default", tenant_id: str | None = None) -> list[Turn]:
         """The turns currently in the working window, oldest first."""

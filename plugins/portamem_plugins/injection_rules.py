@@ -135,14 +135,14 @@ RULES: tuple[Rule, ...] = (
     _rule("override", "instruction override", 1.0,
           rf"\b{_VERB}~(?:all~)?your~(?:\w+~)?{_OBJ}\b"),
     _rule("override", "instruction override", 1.0,
-          rf"\b(?:ignore|disregard|forget)~(?:all~|everything~|anything~)?(?:of~)?(?:the~|what~is~)?"
-          rf"(?:above|before~this|previous(?:ly)?|prior|earlier)\b(?!~(?:the|my|our|his|her|their|a|an|\d)\b)"),
+          r"\b(?:ignore|disregard|forget)~(?:all~|everything~|anything~)?(?:of~)?(?:the~|what~is~)?"
+          r"(?:above|before~this|previous(?:ly)?|prior|earlier)\b(?!~(?:the|my|our|his|her|their|a|an|\d)\b)"),
     _rule("override", "instruction override", 1.0,
           r"\b(?:forget|ignore|disregard)~(?:everything|all|anything|what)~(?:that~)?you~"
           r"(?:were|have~been|had~been|'ve~been|was)~(?:told|taught|instructed|programmed|given|trained)"),
     _rule("override", "instruction override", 1.0,
-          rf"\b(?:you~are|you~will~be)~(?:now~)?no~longer~(?:bound|restricted|limited|constrained|required|obligated)"
-          rf"~(?:by|to)\b"),
+          r"\b(?:you~are|you~will~be)~(?:now~)?no~longer~(?:bound|restricted|limited|constrained|required|obligated)"
+          r"~(?:by|to)\b"),
     _rule("override", "instruction override", 1.0,
           rf"{_ZVERB}(?:掉|了)?[^，。！？,.!?\n]{{0,6}}?{_ZMOD}[^，。！？,.!?\n]{{0,8}}?{_ZOBJ}"),
     _rule("override", "instruction override", 1.0,

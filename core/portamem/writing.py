@@ -1,0 +1,251 @@
+"""The write path: validate, guard, redact, structure, score, embed, dedupe, then store, index, audit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from . import trust
+from .dedupe import is_duplicate
+from .errors import ValidationError
+from .pipeline import WriteContext
+from .privacy import redact_record
+from .records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, importance_band, utcnow
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+__all__ = ["MemoryDraft", "build_record", "write", "prepare", "dedupe"]
+
+_T = TypeVar("_T")
+
+
+def _as_enum(name: str, enum: type[_T], value: Any) -> _T:
+    try:
+        return enum(value)  # type: ignore[call-arg]
+    except ValueError as exc:
+        allowed = [e.value for e in enum]  # type: ignore[attr-defined]
+        raise ValidationError(f"{name} must be one of {allowed}, got {value!r}") from exc
+
+
+@dataclass
+class MemoryDraft:
+    """One memory to save in a batch (``Memory.save_memories``); the same fields as ``save_memory``."""
+
+    content: str
+    type: MemoryType | str = MemoryType.SEMANTIC
+    importance: float | None = None
+    half_life_days: float | None = None
+    source: Source | str = Source.USER
+    trust: Trust | str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    kind: str | None = None
+    summary: str | None = None
+    entities: list[str] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+def build_record(
+    mem: Memory, draft: MemoryDraft, *, user_id: str, tenant_id: str) -> MemoryRecord:
+    content = mem._check_content(draft.content)
+    mtype = _as_enum("type", MemoryType, draft.type)
+    source = _as_enum("source", Source, draft.source)
+    trust = DEFAULT_TRUST[source] if draft.trust is None else _as_enum("trust", Trust, draft.trust)
+    importance = 0.5 if draft.importance is None else mem._check_unit("importance", draft.importance)
+    kind = draft.kind if draft.kind is not None or mtype is not MemoryType.EPISODIC else "episodic"
+    if kind is not None and (not isinstance(kind, str) or kind not in mem.settings.half_lives):
+        raise ValidationError(f"kind must be one of {sorted(mem.settings.half_lives)}, got {kind!r}")
+    if draft.half_life_days is not None:
+        hl = draft.half_life_days
+        if isinstance(hl, bool) or not isinstance(hl, (int, float)) or hl <= 0:
+            raise ValidationError(f"half_life_days must be a positive number, got {hl!r}")
+        half_life = float(hl)
+    else:
+        default_kind = kind or ("episodic" if mtype is MemoryType.EPISODIC else "fact")
+        half_life = mem.settings.half_lives[default_kind]
+    if not isinstance(draft.metadata, Mapping):
+        raise ValidationError(f"metadata must be a mapping, got {type(draft.metadata).__name__}")
+    try:
+        metadata = json.loads(json.dumps(dict(draft.metadata)))
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
+    if draft.entities is not None and (
+        not isinstance(draft.entities, (list, tuple)) or not all(isinstance(e, str) for e in draft.entities)
+    ):
+        raise ValidationError("entities must be a list of strings")
+    if draft.summary is not None and not isinstance(draft.summary, str):
+        raise ValidationError("summary must be a string")
+    if draft.created_at is not None and not isinstance(draft.created_at, datetime):
+        raise ValidationError("created_at must be a datetime")
+    now = utcnow()
+    created = draft.created_at or now
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=now.tzinfo)
+    return MemoryRecord(
+        content=content,
+        user_id=user_id,
+        tenant_id=tenant_id,
+        session_id=mem._check_id("session_id", draft.session_id, optional=True),
+        agent_id=mem._check_id("agent_id", draft.agent_id, optional=True),
+        type=mtype,
+        kind=kind,
+        summary=draft.summary,
+        entities=list(draft.entities or []),
+        importance=importance,
+        importance_band=importance_band(importance),
+        half_life_days=half_life,
+        created_at=created,
+        updated_at=now,
+        source=source,
+        trust=trust,
+        metadata=metadata,
+    )
+
+
+def write(
+    mem: Memory, items: Sequence[MemoryDraft], *, user_id: str, tenant_id: str, explicit: bool
+) -> list[MemoryRecord]:
+    """The write path: guard, redact, structure, score, embed, dedupe, then store + index + audit."""
+    records = [build_record(mem, d, user_id=user_id, tenant_id=tenant_id) for d in items]
+    for draft, record in zip(items, records):
+        prepare(mem, draft, record, explicit=explicit)
+    if not records:
+        return []
+    mem._attach_embeddings(records)
+    with mem._lock:
+        # one neighbour look-up serves the trust review and the dedupe
+        active = [r for r in records if r.status is Status.ACTIVE]
+        near = mem.index.nearest(active, k=trust.NEIGHBOURS) if active else {}
+        seen_again = trust.review(mem, records, near)
+        for c in seen_again:
+            mem._replaced[id(c.by)] = c.pending
+        new, merged = dedupe(mem, [r for r in records if id(r) not in mem._replaced], near)
+        with mem.store.transaction() as conn:
+            mem.store.insert(conn, new)
+            trust.apply_confirmations(mem, conn, seen_again)
+            for existing, duplicate in merged:
+                mem.store.update_fields(
+                    conn, [existing.memory_id], reindex=True,
+                    frequency=existing.frequency, importance=existing.importance,
+                    importance_band=existing.importance_band, type=existing.type.value,
+                    kind=existing.kind, half_life_days=existing.half_life_days, trust=existing.trust.value,
+                    updated_at=existing.updated_at.timestamp(), metadata=existing.metadata,
+                )
+            mem.store.audit_many(
+                conn,
+                [{"action": "save", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
+                  "detail": {"type": r.type.value, "source": r.source.value, "session_id": r.session_id,
+                             "status": r.status.value, **({"guard": r.metadata["guard"]} if "guard" in r.metadata else {})}}
+                 for r in new]
+                + [{"action": "dedupe", "tenant_id": e.tenant_id, "user_id": e.user_id, "memory_id": e.memory_id,
+                    "detail": {"frequency": e.frequency, "session_id": d.session_id, "source": d.source.value}}
+                   for e, d in merged],
+            )
+        mem._index_records(new + [e for e, _ in merged] + [c.pending for c in seen_again])
+    out = [mem._replaced.pop(id(r), r) for r in records]
+    return out
+
+
+def write_context(
+    mem: Memory, record: MemoryRecord, *, explicit: bool) -> WriteContext:
+    return WriteContext(
+        tenant_id=record.tenant_id, user_id=record.user_id, settings=mem.settings,
+        session_id=record.session_id, agent_id=record.agent_id, source=record.source, explicit=explicit,
+    )
+
+
+def prepare(
+    mem: Memory, draft: MemoryDraft, record: MemoryRecord, *, explicit: bool) -> None:
+    ctx = write_context(mem, record, explicit=explicit)
+    # the guard sees the text as written (encoded payloads included), before redaction
+    verdict = mem.hooks.guard(record, ctx)
+    if verdict.action != "allow":
+        record.status = Status.QUARANTINED if verdict.action == "quarantine" else Status.PENDING
+        record.metadata["guard"] = {"action": verdict.action, "reason": verdict.reason, "guard": verdict.guard}
+    redact_record(mem.hooks, record, ctx, mem.vault)
+    if draft.entities is None:
+        extraction = mem.hooks.extract(record.content, ctx)
+        if extraction is not None:
+            record.entities = list(dict.fromkeys(extraction.entities))
+            record.triples = [list(t) for t in extraction.triples]
+            if record.summary is None:
+                record.summary = extraction.summary
+            if record.kind is None and extraction.kind in mem.settings.half_lives:
+                record.kind = extraction.kind
+                if draft.half_life_days is None and record.type is not MemoryType.WORKING:
+                    record.half_life_days = mem.settings.half_lives[extraction.kind]
+    if draft.importance is None:
+        band = mem.hooks.score_importance(record, ctx)
+        if band is not None:
+            record.importance = band / 100.0
+            record.importance_band = band
+
+
+def dedupe(
+    mem: Memory, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]] | None = None
+) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord]]]:
+    """Split into new records and (existing, duplicate) pairs: cosine >= threshold bumps frequency.
+
+    ``near`` is each record's nearest stored neighbours when the caller already looked them up.
+    """
+    threshold = mem.settings.dedupe_threshold
+    new: list[MemoryRecord] = []
+    merged: list[tuple[MemoryRecord, MemoryRecord]] = []
+    candidates = [r for r in records if r.status is Status.ACTIVE]
+    if not (mem.settings.dedupe and candidates):
+        nearest: Mapping[str, list[Any]] = {}
+    else:
+        nearest = {r.memory_id: near[r.memory_id] for r in candidates if r.memory_id in near} if near is not None \
+            else mem.index.nearest(candidates)
+    stored = mem.store.get(
+        candidates[0].tenant_id, candidates[0].user_id,
+        [h.memory_id for hits in nearest.values() for h in hits],
+    ) if nearest else {}
+    for record in records:
+        target: MemoryRecord | None = None
+        if record.status is Status.ACTIVE and mem.settings.dedupe:
+            target = next(
+                (stored[h.memory_id] for h in nearest.get(record.memory_id, [])
+                 if h.memory_id in stored and is_duplicate(record.content, stored[h.memory_id].content,
+                                                           h.score, threshold)),
+                None,
+            )
+            if target is None:  # a duplicate earlier in the same batch
+                vec = np.asarray(record.embedding, dtype=np.float32)
+                target = next(
+                    (o for o in new if o.status is Status.ACTIVE and is_duplicate(
+                        record.content, o.content,
+                        float(np.dot(vec, np.asarray(o.embedding, dtype=np.float32))), threshold)),
+                    None,
+                )
+        if target is None:
+            new.append(record)
+            continue
+        merge_into(mem, target, record)
+        if not any(target is o for o in new):
+            merged.append((target, record))
+        mem._replaced[id(record)] = target
+    return new, merged
+
+
+def merge_into(
+    mem: Memory, existing: MemoryRecord, duplicate: MemoryRecord) -> None:
+    existing.frequency += 1
+    existing.updated_at = utcnow()
+    if duplicate.importance > existing.importance:
+        existing.importance, existing.importance_band = duplicate.importance, duplicate.importance_band
+    if TRUST_RANK[duplicate.trust] > TRUST_RANK[existing.trust]:  # a more trusted source vouches for it
+        existing.trust = duplicate.trust
+    promote = existing.metadata.pop("promote_to", None)
+    # a working-memory candidate seen a second time becomes long-term memory
+    if existing.type is MemoryType.WORKING and (promote or duplicate.type is not MemoryType.WORKING):
+        existing.type = MemoryType(promote or duplicate.type.value)
+        if existing.kind in mem.settings.half_lives:
+            existing.half_life_days = mem.settings.half_lives[existing.kind]
