@@ -21,6 +21,8 @@ from .errors import (
 from .filters import SearchFilters
 from .hookspecs import hookimpl
 from .memory import Memory, MemoryDraft
+from .messages import Message
+from .recall import arecall, format_memories, recall
 from .records import MemoryRecord, MemoryType, ScoreBreakdown, SearchHit, Source, Status, Trust, Turn
 
 try:
@@ -31,6 +33,10 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 __all__ = [
     "Memory",
     "MemoryDraft",
+    "Message",
+    "recall",
+    "arecall",
+    "format_memories",
     "MemoryRecord",
     "MemoryType",
     "SearchHit",

@@ -52,7 +52,7 @@ from .portable import export_jsonl, import_jsonl
 from .store import RecordStore
 from .vectors import MilvusVectorIndex
 from .window import capture, episode
-from .writing import MemoryDraft, write
+from .writing import MemoryDraft, build_record, prepare, write
 
 __all__ = ["Memory", "MemoryDraft"]
 
@@ -617,6 +617,60 @@ class Memory:
                 self._index_records([record])
         return record
 
+    def update_memory(
+        self,
+        memory_id: str,
+        *,
+        user_id: str,
+        content: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tenant_id: str | None = None,
+    ) -> MemoryRecord:
+        """Rewrite a memory's content and/or metadata in one transaction, keeping its id and history.
+
+        New content goes through the write path again (guard, redaction, structure, embedding);
+        the audit log keeps the previous text.
+        """
+        self._check_open()
+        user_id = self._check_id("user_id", user_id)
+        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        if content is None and metadata is None:
+            raise ValidationError("nothing to update: give content, metadata or both")
+        with self._lock:
+            old = self._owned([memory_id], user_id, tenant_id)[memory_id]
+            draft = MemoryDraft(
+                content=old.content if content is None else content,
+                type=old.type, importance=old.importance, half_life_days=old.half_life_days,
+                source=old.source, trust=old.trust, session_id=old.session_id, agent_id=old.agent_id,
+                kind=old.kind, summary=None if content is not None else old.summary,
+                entities=None if content is not None else old.entities,
+                metadata=dict(old.metadata if metadata is None else metadata),  # type: ignore[arg-type]
+                created_at=old.created_at,
+            )
+            record = build_record(self, draft, user_id=user_id, tenant_id=tenant_id)
+            prepare(self, draft, record, explicit=True)
+            record.memory_id = old.memory_id
+            if record.status is Status.ACTIVE:  # a guard verdict on the new text wins over the old status
+                record.status = old.status
+            for name in ("triples", "access_count", "last_accessed_at", "frequency", "supersedes",
+                         "superseded_by", "deleted_at"):
+                if name != "triples" or content is None:
+                    setattr(record, name, getattr(old, name))
+            if record.content == old.content:
+                record.embedding, record.embedding_model = old.embedding, old.embedding_model
+                record.embedding_version = old.embedding_version
+            self._attach_embeddings([record])
+            with self.store.transaction() as conn:
+                self.store.replace(conn, record)
+                self.store.audit(
+                    conn, "update", tenant_id=tenant_id, user_id=user_id, memory_id=memory_id,
+                    detail={"previous_content": old.content if record.content != old.content else None,
+                            "content_changed": record.content != old.content,
+                            "metadata_changed": record.metadata != old.metadata},
+                )
+            self._index_records([record])
+        return record
+
     # ------------------------------------------------------------------ working window
     def add_turn(
         self,
@@ -766,6 +820,8 @@ class Memory:
     arefresh_memory = _async_twin(refresh_memory)
     aadd_turn = _async_twin(add_turn)
     acontext = _async_twin(context)
+    aclear_context = _async_twin(clear_context)
+    aupdate_memory = _async_twin(update_memory)
     aexport = _async_twin(export)
     aimport = _async_twin(import_)
     areindex = _async_twin(reindex)

@@ -125,3 +125,26 @@ def test_a_captured_statement_and_its_episode_are_recalled_once(tmp_path, embedd
         assert episode.type is MemoryType.EPISODIC and episode.metadata["covers"] == [captured[0].memory_id]
         hits = mem.search_memory("what is my locker number?", user_id="u")
         assert len([h for h in hits if "4417" in h.content]) == 1
+
+
+def test_update_memory_rewrites_in_place_and_keeps_history(memory: Memory) -> None:
+    rec = memory.save_memory("My gym is on Elm Street.", user_id="u1", metadata={"k": 1})
+    memory.refresh_memory(rec.memory_id, 0.0, user_id="u1")
+    out = memory.update_memory(rec.memory_id, user_id="u1", content="My gym moved to Oak Avenue.")
+    assert out.memory_id == rec.memory_id and out.access_count == 1 and out.metadata == {"k": 1}
+    assert memory.search_memory("Oak Avenue gym", user_id="u1")[0].memory_id == rec.memory_id
+    assert memory.search_memory("Elm Street", user_id="u1", filters={"min_importance": 0.0})[0].content == out.content
+    assert len(memory.list_memories(user_id="u1")) == 1
+    trail = memory.history(rec.memory_id, user_id="u1")
+    assert trail[-1]["action"] == "update" and trail[-1]["detail"]["previous_content"] == "My gym is on Elm Street."
+    again = memory.update_memory(rec.memory_id, user_id="u1", metadata={"k": 2})
+    assert again.content == out.content and again.metadata == {"k": 2} and again.embedding == out.embedding
+    with pytest.raises(NotFoundError):
+        memory.update_memory(rec.memory_id, user_id="u2", content="hijack")
+    from portamem import ValidationError
+
+    with pytest.raises(ValidationError):
+        memory.update_memory(rec.memory_id, user_id="u1")
+    with pytest.raises(ValidationError):
+        memory.update_memory(rec.memory_id, user_id="u1", content="")
+    assert memory.get_memory(rec.memory_id, user_id="u1").content == out.content
