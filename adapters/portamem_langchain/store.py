@@ -10,8 +10,8 @@ value ``{"content": text}``.
 
 This is portamem memory through LangGraph's interface, not a plain key-value store: a put whose text
 nearly duplicates another memory of the user is merged into it by portamem's dedupe, a put over a
-key supersedes the old item (the old one is forgotten, so it stays in the audit log), and a delete
-forgets. ``get`` and ``put`` look a key up among the records of its namespace.
+key rewrites that record in place (``Memory.update_memory``: atomic, the old text kept in the audit
+log), and a delete forgets. ``get`` and ``put`` look a key up among the records of its namespace.
 """
 
 from __future__ import annotations
@@ -162,18 +162,14 @@ class PortamemStore(BaseStore):
         created = self._item(old).created_at if old is not None else utcnow()
         meta = {LANGGRAPH_KEY: {"namespace": list(namespace), "key": op.key, "value": dict(op.value),
                                 "created_at": to_iso(created)}}
-        # the old item goes first, so dedupe cannot merge the new value back into it
-        if old is not None:
-            self.memory.forget_memory([old.memory_id], user_id=user_id, tenant_id=self.tenant_id)
-        try:
-            self.memory.save_memory(
-                _text(op.value, op.index), user_id=user_id, agent_id=".".join(rest) or None,
-                metadata=meta, tenant_id=self.tenant_id,
-            )
-        except BaseException:
-            if old is not None:
-                self.memory.restore_memory(old.memory_id, user_id=user_id, tenant_id=self.tenant_id)
-            raise
+        if old is not None:  # one atomic rewrite: the key keeps its record, a crash keeps one value
+            self.memory.update_memory(old.memory_id, user_id=user_id, content=_text(op.value, op.index),
+                                      metadata=meta, tenant_id=self.tenant_id)
+            return
+        self.memory.save_memory(
+            _text(op.value, op.index), user_id=user_id, agent_id=".".join(rest) or None,
+            metadata=meta, tenant_id=self.tenant_id,
+        )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
