@@ -23,7 +23,7 @@ from .text import tokenize
 
 __all__ = ["RecordStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 md = sa.MetaData()
 
@@ -123,6 +123,23 @@ retrievals_t = sa.Table(
     sa.Column("query", sa.Text, nullable=False),
     sa.Index("ix_retrieval_memory", "tenant_id", "memory_id", "pk"),
 )
+
+#: per user and search token, how many of the user's records hold it: exact per-user BM25 document
+#: frequencies in one index lookup, kept in the same transaction as the keyword index
+keyword_df_t = sa.Table(
+    "keyword_df",
+    md,
+    sa.Column("tenant_id", sa.String(256), primary_key=True),
+    sa.Column("user_id", sa.String(256), primary_key=True),
+    sa.Column("term", sa.String(256), primary_key=True),
+    sa.Column("df", sa.Integer, nullable=False),
+)
+
+_DF_UP = (
+    "INSERT INTO keyword_df (tenant_id, user_id, term, df) VALUES (?, ?, ?, 1) "
+    "ON CONFLICT (tenant_id, user_id, term) DO UPDATE SET df = df + 1"
+)
+_DF_DOWN = "UPDATE keyword_df SET df = df - 1 WHERE tenant_id = ? AND user_id = ? AND term = ?"
 
 meta_t = sa.Table(
     "meta",
@@ -274,6 +291,9 @@ class RecordStore:
                     conn.execute(meta_t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
                 elif int(version) > SCHEMA_VERSION:
                     raise StoreOpenError(f"store schema {version} is newer than this portamem ({SCHEMA_VERSION})")
+                elif int(version) < 2:
+                    self._rebuild_keyword_df(conn)
+                    conn.execute(meta_t.update().where(meta_t.c.key == "schema_version").values(value="2"))
         except StoreOpenError:
             raise
         except (sa.exc.SQLAlchemyError, OSError) as exc:
@@ -330,16 +350,44 @@ class RecordStore:
                 [{"pk": pk, "tenant_id": record.tenant_id, "user_id": record.user_id, "entity": e[:256]}
                  for e in dict.fromkeys(normalize_entity(e) for e in record.entities) if e],
             )
-        conn.exec_driver_sql(
-            "INSERT INTO memory_fts(rowid, tokens) VALUES (?, ?)", (pk, " ".join(tokenize(keyword_text(record))))
+        tokens = tokenize(keyword_text(record))
+        conn.exec_driver_sql("INSERT INTO memory_fts(rowid, tokens) VALUES (?, ?)", (pk, " ".join(tokens)))
+        terms = {t[:256] for t in tokens}
+        if terms:
+            conn.exec_driver_sql(_DF_UP, [(record.tenant_id, record.user_id, t) for t in terms])
+
+    def _drop_keywords(self, conn: Connection, pk: int) -> None:
+        """Remove one record's keyword entry and its share of the user's document frequencies."""
+        row = conn.exec_driver_sql(
+            "SELECT m.tenant_id, m.user_id, f.tokens FROM memories m JOIN memory_fts f ON f.rowid = m.pk "
+            "WHERE m.pk = ?", (pk,)
+        ).first()
+        if row is not None:
+            terms = {t[:256] for t in row[2].split()}
+            if terms:
+                conn.exec_driver_sql(_DF_DOWN, [(row[0], row[1], t) for t in terms])
+        conn.exec_driver_sql("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+
+    def _rebuild_keyword_df(self, conn: Connection) -> None:
+        conn.execute(keyword_df_t.delete())
+        rows = conn.exec_driver_sql(
+            "SELECT m.tenant_id, m.user_id, f.tokens FROM memories m JOIN memory_fts f ON f.rowid = m.pk"
         )
+        counts: dict[tuple[str, str, str], int] = {}
+        for tenant_id, user_id, tokens in rows:
+            for term in {t[:256] for t in tokens.split()}:
+                counts[(tenant_id, user_id, term)] = counts.get((tenant_id, user_id, term), 0) + 1
+        if counts:
+            conn.execute(keyword_df_t.insert(), [
+                {"tenant_id": k[0], "user_id": k[1], "term": k[2], "df": v} for k, v in counts.items()
+            ])
 
     def replace(self, conn: Connection, record: MemoryRecord) -> None:
         """Rewrite a record in place (same id), rebuilding its entities and keyword entry."""
         pk = self._pk(conn, record.memory_id)
         conn.execute(memories.update().where(memories.c.pk == pk).values(indexed=0, **record_row(record)))
         conn.execute(entities_t.delete().where(entities_t.c.pk == pk))
-        conn.exec_driver_sql("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+        self._drop_keywords(conn, pk)
         self._write_derived(conn, pk, record)
 
     def update_fields(self, conn: Connection, memory_ids: Sequence[str], *, reindex: bool, **values: Any) -> int:
@@ -351,7 +399,7 @@ class RecordStore:
     def purge(self, conn: Connection, memory_ids: Sequence[str]) -> int:
         pks = [r[0] for r in conn.execute(sa.select(memories.c.pk).where(memories.c.memory_id.in_(list(memory_ids))))]
         for pk in pks:
-            conn.exec_driver_sql("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+            self._drop_keywords(conn, pk)
         conn.execute(entities_t.delete().where(entities_t.c.pk.in_(pks)))
         conn.execute(retrievals_t.delete().where(retrievals_t.c.memory_id.in_(list(memory_ids))))
         conn.execute(memories.delete().where(memories.c.pk.in_(pks)))
@@ -466,27 +514,25 @@ class RecordStore:
         length in characters, over the newest ``_LENGTH_SAMPLE``, and per search token how many hold it.
 
         bm25() in FTS5 counts every user's records; these keep one user's scores independent of
-        what other users store.
+        what other users store. The counts come from ``keyword_df``, kept with the keyword index, so a
+        search costs one index lookup per token however many records hold it.
         """
-        fts = sa.table("memory_fts", sa.column("rowid"))
         scope = self._scope(tenant_id, user_id)
         text_len = sa.func.length(memories.c.content) + sa.func.coalesce(sa.func.length(memories.c.summary) + 1, 0)
         newest = (
             sa.select(text_len.label("n")).where(*scope).order_by(memories.c.pk.desc()).limit(_LENGTH_SAMPLE).subquery()
         )
-        df: dict[str, int] = {}
+        terms = list(dict.fromkeys(t[:256] for t in tokens if t))
         with self.engine.connect() as conn:
             mean_len = float(conn.execute(sa.select(sa.func.avg(newest.c.n))).scalar() or 0.0)
-            for token in dict.fromkeys(tokens):
-                expr = fts_match_expression([token])
-                if expr is None:
-                    continue
-                q = (
-                    sa.select(sa.func.count())
-                    .select_from(fts.join(memories, memories.c.pk == fts.c.rowid))
-                    .where(sa.text("memory_fts MATCH :expr").bindparams(expr=expr), *scope)
+            df = {t: 0 for t in terms}
+            for start in range(0, len(terms), 500):
+                q = sa.select(keyword_df_t.c.term, keyword_df_t.c.df).where(
+                    keyword_df_t.c.tenant_id == tenant_id, keyword_df_t.c.user_id == user_id,
+                    keyword_df_t.c.term.in_(terms[start:start + 500]),
                 )
-                df[token] = int(conn.execute(q).scalar() or 0)
+                df.update({r[0]: int(r[1]) for r in conn.execute(q)})
+        df = {t: df[t[:256]] for t in tokens if t}
         return mean_len, df
 
     def entity_search(
