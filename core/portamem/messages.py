@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
-from .pipeline import WriteContext
-from .records import MemoryRecord, MemoryType, Turn, from_iso, to_iso
+from .records import MemoryRecord, Turn, from_iso, to_iso
+from .window import episode_draft
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -180,25 +180,13 @@ def archive_messages(
     groups = turns + ([rest] if rest else [])
     if not groups:
         return None
-    items = [_as_turn(g) for g in groups]
-    ctx = WriteContext(
-        tenant_id=tenant_id or memory.tenant_id, user_id=user_id, settings=memory.settings,
-        session_id=session_id, explicit=False,
+    draft = episode_draft(
+        memory, [_as_turn(g) for g in groups], user_id=user_id,
+        tenant_id=tenant_id or memory.tenant_id, session_id=session_id,
     )
-    text = (memory.hooks.summarize_turns(items, ctx) or "").strip()[: memory.settings.max_content_chars]
-    if not text:
+    if draft is None:
         return None
-    return memory.save_memory(
-        text,
-        user_id=user_id,
-        tenant_id=tenant_id,
-        type=MemoryType.EPISODIC,
-        kind="episodic",
-        session_id=session_id,
-        created_at=items[0].created_at,
-        metadata={"turns": [{"user": t.user, "assistant": t.assistant, "created_at": t.created_at.isoformat(),
-                             "metadata": t.metadata} for t in items]},
-    )
+    return memory.save_memories([draft], user_id=user_id, tenant_id=tenant_id)[0]
 
 
 def window_messages(

@@ -14,7 +14,7 @@ from .writing import MemoryDraft, build_record, prepare, write
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["capture", "episode"]
+__all__ = ["capture", "episode", "episode_draft"]
 
 
 def capture(
@@ -60,23 +60,37 @@ def captured_from(
             if "trigger" in r.metadata and r.created_at.timestamp() in times]
 
 
-def episode(
-    mem: Memory, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> MemoryRecord | None:
+def episode_draft(
+    mem: Memory, turns: Sequence[Turn], *, user_id: str, tenant_id: str, session_id: str
+) -> MemoryDraft | None:
+    """The episodic memory that stands for turns leaving a window (the summariser plugins write its text);
+    None when nothing was summarised. The turns themselves ride in its metadata."""
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=mem.settings,
                        session_id=session_id, source=Source.USER, explicit=False)
     text = (mem.hooks.summarize_turns(turns, ctx) or "").strip()[: mem.settings.max_content_chars]
     if not text:
         return None
-    draft = MemoryDraft(
+    covers = captured_from(mem, turns, user_id, tenant_id, session_id)
+    return MemoryDraft(
         content=text,
         type=MemoryType.EPISODIC,
         source=Source.USER,
         session_id=session_id,
         kind="episodic",
         created_at=turns[0].created_at,
-        metadata={"covers": captured_from(mem, turns, user_id, tenant_id, session_id), "turns": [{"user": t.user, "assistant": t.assistant, "created_at": t.created_at.isoformat(),
-                             "metadata": t.metadata} for t in turns]},
+        metadata={
+            **({"covers": covers} if covers else {}),
+            "turns": [{"user": t.user, "assistant": t.assistant, "created_at": t.created_at.isoformat(),
+                       "metadata": t.metadata} for t in turns],
+        },
     )
+
+
+def episode(
+    mem: Memory, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> MemoryRecord | None:
+    draft = episode_draft(mem, turns, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
+    if draft is None:
+        return None
     record = build_record(mem, draft, user_id=user_id, tenant_id=tenant_id)
     prepare(mem, draft, record, explicit=False)
     return record
