@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -304,27 +305,11 @@ class RecordStore:
         self.engine.dispose()
 
     # ---------------------------------------------------------------- transactions
-    def transaction(self) -> Any:
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
         """A write transaction; writes are serialised within the process."""
-        store = self
-
-        class _Tx:
-            def __enter__(self) -> Connection:
-                store._write_lock.acquire()
-                try:
-                    self._ctx = store.engine.begin()
-                    return self._ctx.__enter__()
-                except BaseException:
-                    store._write_lock.release()
-                    raise
-
-            def __exit__(self, *exc: Any) -> None:
-                try:
-                    self._ctx.__exit__(*exc)
-                finally:
-                    store._write_lock.release()
-
-        return _Tx()
+        with self._write_lock, self.engine.begin() as conn:
+            yield conn
 
     # ---------------------------------------------------------------- meta
     def get_meta(self, key: str) -> str | None:

@@ -199,23 +199,8 @@ class MilvusVectorIndex:
     def search(
         self, tenant_id: str, user_id: str, vector: np.ndarray, k: int, filters: SearchFilters
     ) -> list[VectorHit]:
-        key = scope_key(tenant_id, user_id)
-        partition = self._partition(key)
-        if partition not in self._partitions:
-            return []
-        expr = self._expression(key, filters)
-        with self._lock:
-            result = self.client.search(
-                self.name,
-                data=[np.asarray(vector, dtype=np.float32).tolist()],
-                anns_field="vec",
-                limit=k,
-                filter=expr,
-                partition_names=[partition],
-                search_params={"metric_type": "COSINE"},
-                output_fields=[],
-            )
-        return [VectorHit(str(h["id"]), float(h["distance"])) for h in result[0]]
+        found = self._query(scope_key(tenant_id, user_id), [np.asarray(vector, dtype=np.float32).tolist()], k, filters)
+        return [] if found is None else found[0]
 
     def nearest(self, records: Sequence[MemoryRecord], k: int = 3) -> dict[str, list[VectorHit]]:
         """For each record (by id), its k nearest active neighbours in its tenant+user, one call per scope."""
@@ -224,23 +209,30 @@ class MilvusVectorIndex:
             by_scope.setdefault(scope_key(r.tenant_id, r.user_id), []).append(r)
         out: dict[str, list[VectorHit]] = {}
         for key, group in by_scope.items():
-            partition = self._partition(key)
-            if partition not in self._partitions:
-                continue
-            with self._lock:
-                result = self.client.search(
-                    self.name,
-                    data=[[float(x) for x in r.embedding or ()] for r in group],
-                    anns_field="vec",
-                    limit=k,
-                    filter=f"scope == {int(key)}",
-                    partition_names=[partition],
-                    search_params={"metric_type": "COSINE"},
-                    output_fields=[],
-                )
-            for r, hits in zip(group, result):
-                out[r.memory_id] = [VectorHit(str(h["id"]), float(h["distance"])) for h in hits]
+            found = self._query(key, [[float(x) for x in r.embedding or ()] for r in group], k, SearchFilters())
+            if found is not None:
+                out.update((r.memory_id, hits) for r, hits in zip(group, found))
         return out
+
+    def _query(
+        self, key: int, vectors: list[list[float]], k: int, filters: SearchFilters
+    ) -> list[list[VectorHit]] | None:
+        """The k nearest of each vector within one scope; None when the scope has no partition yet."""
+        partition = self._partition(key)
+        if partition not in self._partitions:
+            return None
+        with self._lock:
+            result = self.client.search(
+                self.name,
+                data=vectors,
+                anns_field="vec",
+                limit=k,
+                filter=self._expression(key, filters),
+                partition_names=[partition],
+                search_params={"metric_type": "COSINE"},
+                output_fields=[],
+            )
+        return [[VectorHit(str(h["id"]), float(h["distance"])) for h in hits] for hits in result]
 
     @staticmethod
     def _expression(key: int, f: SearchFilters) -> str:
