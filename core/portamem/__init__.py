@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .client import RemoteMemory
 from .config import Settings
 from .embeddings import E5Embedder, Embedder, SentenceTransformerEmbedder, USEEmbedder, get_embedder
 from .errors import (
@@ -12,6 +13,9 @@ from .errors import (
     ImportFormatError,
     NotFoundError,
     PluginError,
+    AuthenticationError,
+    OverloadedError,
+    PermissionDeniedError,
     PortamemError,
     StoreError,
     StoreLockedError,
@@ -32,6 +36,7 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 
 __all__ = [
     "Memory",
+    "RemoteMemory",
     "MemoryDraft",
     "Message",
     "recall",
@@ -62,6 +67,9 @@ __all__ = [
     "EmbeddingError",
     "ImportFormatError",
     "PluginError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "OverloadedError",
     "hookimpl",
     "__version__",
 ]

@@ -1,4 +1,5 @@
-"""The ``portamem`` command: demo, search, show, export, import, reindex, maintain, audit, confirm, reveal, eval, tune."""
+"""The ``portamem`` command: demo, search, show, export, import, reindex, maintain, audit, confirm, reveal, eval, tune,
+serve, keys, mcp."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from typing import Any
 
 from . import evaluation
 from .config import Settings
-from .errors import PortamemError
+from .client import discover
+from .errors import PortamemError, StoreLockedError
 from .memory import Memory
 from .records import SearchHit
+from .server.commands import SERVER_COMMANDS
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -29,8 +32,24 @@ def _progress(total: int, desc: str) -> Any:
 
 
 def _open(args: argparse.Namespace, **overrides: Any) -> Memory:
+    """The store of ``--path``; through its server when ``--url`` is given or a server owns the store."""
+    if args.url:
+        return _remote(args.url, args)
     settings = Settings.load(args.config, path=args.path, tenant_id=args.tenant, **overrides)
-    return Memory(settings=settings, progress=_progress)
+    try:
+        return Memory(settings=settings, progress=_progress)
+    except StoreLockedError:
+        url = discover(settings.path)
+        if url is None:
+            raise
+        print(f"portamem: the store is served at {url}; using the server", file=sys.stderr)
+        return _remote(url, args)
+
+
+def _remote(url: str, args: argparse.Namespace) -> Memory:
+    from .client import RemoteMemory
+
+    return RemoteMemory(url, args.api_key, tenant_id=args.tenant)  # type: ignore[return-value]
 
 
 def _print_hits(hits: Sequence[SearchHit], *, indent: str = "  ") -> None:
@@ -282,6 +301,7 @@ COMMANDS: list[Command] = [
      evaluation.run_eval),
     ("tune", "grid-search the weights on a labelled set, report them held out", evaluation.add_tune_arguments,
      evaluation.run_tune),
+    *SERVER_COMMANDS,
 ]
 
 
@@ -290,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--path", help="store directory (default: ./portamem-data or PORTAMEM_PATH)")
     parser.add_argument("--config", help="TOML settings file (table [portamem])")
     parser.add_argument("--tenant", help="tenant id (default: 'default')")
+    parser.add_argument("--url", help="use the portamem server at this URL instead of opening the store")
+    parser.add_argument("--api-key", help="API key for --url (default: $PORTAMEM_API_KEY)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text, configure, run in COMMANDS:
         p = sub.add_parser(name, help=help_text, description=(run.__doc__ or help_text).strip())

@@ -17,6 +17,9 @@ __all__ = [
     "FrameworkNotInstalledError",
     "ConfigError",
     "VaultError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "OverloadedError",
 ]
 
 
@@ -89,3 +92,15 @@ class ConfigError(PortamemError, ValueError):
 
 class VaultError(PortamemError):
     """A sealed original cannot be made or opened: no key, a malformed key, or the wrong key."""
+
+
+class AuthenticationError(PortamemError):
+    """A server request carried no API key, an unknown one or a revoked one."""
+
+
+class PermissionDeniedError(PortamemError):
+    """The API key may not do this: a read-only key writing, or a user or agent outside its scope."""
+
+
+class OverloadedError(StoreError):
+    """The server's write queue is full; retry after a short pause (HTTP 429, ``Retry-After``)."""

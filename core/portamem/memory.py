@@ -40,7 +40,7 @@ from .records import (
 from .recall import format_memories
 from .retrieval import SOURCES, Retriever, TraceEntry, explain
 from . import trust
-from .audit import AuditFinding, audit_scan
+from .audit import AuditFinding, audit_scan, current_actor
 from .explain import Explanation, RetrievalLog
 from .explain import explain as explain_record
 from .privacy import redact_turn, reveal
@@ -489,7 +489,7 @@ class Memory:
         tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
         with self._lock:
             self._owned(ids, user_id, tenant_id)
-            return self._soft_delete(ids, user_id=user_id, tenant_id=tenant_id, action="forget", actor="api")
+            return self._soft_delete(ids, user_id=user_id, tenant_id=tenant_id, action="forget", actor=current_actor.get())
 
     def _soft_delete(
         self, ids: Sequence[str], *, user_id: str, tenant_id: str, action: str, actor: str,

@@ -176,7 +176,11 @@ def archive_messages(
     The text comes from the turn summariser plugins, as for turns leaving portamem's own window;
     the messages themselves stay in the record's metadata. None when nothing was summarised.
     """
-    turns, rest = split_turns(_check_messages(messages))
+    items = _check_messages(messages)
+    served = getattr(memory, "archive_messages", None)
+    if served is not None:  # a RemoteMemory: the server summarises with its own plugins
+        return served(items, user_id=user_id, session_id=session_id, tenant_id=tenant_id)  # type: ignore[no-any-return]
+    turns, rest = split_turns(items)
     groups = turns + ([rest] if rest else [])
     if not groups:
         return None

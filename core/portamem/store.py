@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from .audit import current_actor
 from .entities import normalize_entity
 from .errors import StoreError, StoreOpenError
 from .filters import SearchFilters
@@ -661,7 +662,7 @@ class RecordStore:
         tenant_id: str,
         user_id: str | None,
         memory_id: str | None = None,
-        actor: str = "api",
+        actor: str | None = None,
         detail: dict[str, Any] | None = None,
     ) -> None:
         conn.execute(
@@ -671,7 +672,7 @@ class RecordStore:
                 user_id=user_id,
                 memory_id=memory_id,
                 action=action,
-                actor=actor,
+                actor=actor or current_actor.get(),
                 detail=json.loads(json.dumps(detail or {}, default=str)),
             )
         )
@@ -679,7 +680,7 @@ class RecordStore:
     def audit_many(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
         if rows:
             now = time.time()
-            conn.execute(audit_t.insert(), [{"ts": now, "actor": "api", "detail": {}, **r} for r in rows])
+            conn.execute(audit_t.insert(), [{"ts": now, "actor": current_actor.get(), "detail": {}, **r} for r in rows])
 
     def audit_events(
         self, tenant_id: str, *, user_id: str | None = None, memory_id: str | None = None,

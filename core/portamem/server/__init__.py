@@ -1,0 +1,5 @@
+"""``portamem serve``: the memory as an HTTP service (needs the ``server`` extra: fastapi, uvicorn, httpx).
+
+``app.create_app`` builds the FastAPI application, ``auth`` holds the API keys, ``queue`` the
+write queue with group commit, ``mcp`` the MCP server; ``commands`` adds them to the CLI.
+"""

@@ -1,0 +1,459 @@
+"""The HTTP API of ``portamem serve``: the public ``Memory`` API as JSON, behind API keys.
+
+FastAPI, not bare Starlette: on this 2-core machine a trivial JSON POST measured 94 req/s under
+FastAPI against 112 under Starlette with 50 concurrent clients (both bound by the shared CPU,
+the client included), a gap lost in the milliseconds of any search or save, while FastAPI gives the
+request validation and the OpenAPI schema (``/openapi.json``) that clients and the fuzz test use.
+
+Every route takes its tenant from the key (no body has a ``tenant_id``); a route that names a
+memory answers a user outside the key's scope exactly as it answers a missing memory (404), so
+the API tells no one which memories exist. Writes go through the write queue (``queue.py``);
+reads run in worker threads. Errors leave as ``{"error": {"type", "message"}}`` (``portamem.wire``).
+"""
+
+# no `from __future__ import annotations`: FastAPI reads the route annotations, some of them local aliases
+import asyncio
+import io
+import logging
+import queue as queue_mod
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import wire
+from ..audit import acting_as
+from ..errors import (
+    AuthenticationError,
+    NotFoundError,
+    PermissionDeniedError,
+    PortamemError,
+    ValidationError,
+)
+from ..memory import Memory
+from ..messages import Message, archive_messages
+from ..writing import MemoryDraft
+from . import schemas as s
+from .auth import LOCAL_PRINCIPAL_ID, KeyStore, Principal
+from .queue import WriteQueue
+
+__all__ = ["create_app", "ServerState"]
+
+log = logging.getLogger(__name__)
+
+#: largest import body taken (spooled to disk past 8 MiB)
+MAX_IMPORT_BYTES = 512 * 1024 * 1024
+
+_bearer = HTTPBearer(auto_error=False, description="an API key from `portamem keys create`")
+
+
+class ServerState:
+    """What the routes share: the memory, the write queue and the keys."""
+
+    def __init__(self, memory: Memory, keys: KeyStore | None, *, open_access: bool,
+                 max_pending: int = 2048, max_batch: int = 256) -> None:
+        self.memory = memory
+        self.keys = keys
+        #: a keyless server (loopback only) serves its default tenant without a key
+        self.open_access = open_access
+        self.queue = WriteQueue(memory, max_pending=max_pending, max_batch=max_batch)
+
+    def authenticate(self, token: str | None) -> Principal:
+        if self.keys is not None and (token or not self.open_access or self.keys.active_count()):
+            return self.keys.authenticate(token)
+        if not self.open_access:
+            raise AuthenticationError("this server needs an API key")
+        return Principal(key_id=LOCAL_PRINCIPAL_ID, tenant_id=self.memory.tenant_id)
+
+
+def _not_found(ids: Sequence[str]) -> NotFoundError:
+    """The one answer for a missing memory and for a user outside the key's scope."""
+    return NotFoundError(f"no memory {ids[0]!r}" if len(ids) == 1 else f"no memories among {list(ids)!r}")
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for e in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+        parts.append(f"{loc}: {e.get('msg')}" if loc else str(e.get("msg")))
+    return "; ".join(parts) or "invalid request"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(PortamemError)
+    async def portamem_error(_: Request, exc: PortamemError) -> JSONResponse:
+        status = wire.status_for(exc)
+        if status >= 500:
+            log.error("request failed: %s", exc, exc_info=exc)
+        headers = {"Retry-After": "1"} if status == 429 else None
+        if status == 401:
+            headers = {"WWW-Authenticate": "Bearer"}
+        return JSONResponse(wire.error_body(exc), status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(wire.error_body(ValidationError(_validation_message(exc))), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        err: PortamemError = NotFoundError(str(exc.detail)) if exc.status_code == 404 else (
+            ValidationError(str(exc.detail)) if exc.status_code < 500 else PortamemError(str(exc.detail)))
+        return JSONResponse(wire.error_body(err), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected server error")
+        return JSONResponse(wire.error_body(PortamemError(f"internal error: {type(exc).__name__}")),
+                            status_code=500)
+
+
+class _Pipe(io.TextIOBase):
+    """A bounded text pipe from the exporting thread to the response stream; closing it stops the export."""
+
+    def __init__(self) -> None:
+        self.chunks: queue_mod.Queue[str | None] = queue_mod.Queue(maxsize=64)
+        self.gone = threading.Event()
+        self.buffer: list[str] = []
+        self.size = 0
+
+    def write(self, text: str) -> int:  # type: ignore[override]
+        self.buffer.append(text)
+        self.size += len(text)
+        if self.size >= 64 * 1024:
+            self.push()
+        return len(text)
+
+    def push(self, final: bool = False) -> None:
+        items = ["".join(self.buffer)] if self.buffer else []
+        self.buffer, self.size = [], 0
+        for item in items + ([None] if final else []):
+            while True:
+                if self.gone.is_set():
+                    raise BrokenPipeError("the client went away")
+                try:
+                    self.chunks.put(item, timeout=0.5)
+                    break
+                except queue_mod.Full:
+                    continue
+
+
+def create_app(state: ServerState) -> FastAPI:
+    """The FastAPI application over one ``ServerState`` (``portamem serve`` builds both)."""
+    mem, q = state.memory, state.queue
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        q.start()
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(q.stop)
+
+    app = FastAPI(
+        title="portamem", version="1", lifespan=lifespan,
+        description="Portable long-term memory for LLM agents, shared over HTTP. The tenant comes from the "
+                    "API key; errors are {\"error\": {\"type\": <portamem.errors class>, \"message\": ...}}.",
+    )
+    _install_error_handlers(app)
+
+    async def principal(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+                        request: Request) -> Principal:
+        token = creds.credentials if creds is not None else request.headers.get("x-api-key")
+        return await asyncio.to_thread(state.authenticate, token)
+
+    Who = Annotated[Principal, Depends(principal)]
+
+    async def read(who: Principal, action: str, fn: Callable[..., Any], *args: Any, user_id: str | None,
+                   detail: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        with acting_as(who.key_id):
+            result = await asyncio.to_thread(fn, *args, user_id=user_id, **kwargs)
+            q.note_read(action, tenant_id=who.tenant_id, user_id=user_id, detail=detail or {})
+        return result
+
+    async def write(who: Principal, fn: Callable[[], Any], *, user_id: str | None) -> Any:
+        who.check_write()
+        with acting_as(who.key_id):
+            return await q.run(fn, user=None if user_id is None else (who.tenant_id, user_id))
+
+    async def on_memory(who: Principal, user_id: str, ids: Sequence[str], call: Any) -> Any:
+        """Run ``call`` (an awaitable factory) for memories of ``user_id``; 404 alike for missing and out of scope."""
+        if not who.may_act_for(user_id):
+            raise _not_found(ids)
+        try:
+            return await call()
+        except NotFoundError:
+            raise _not_found(ids) from None
+
+    def tenant_wide(who: Principal, what: str) -> None:
+        if not who.tenant_wide:
+            raise PermissionDeniedError(f"{what} needs a key for the whole tenant; {who.key_id} is bound to users")
+
+    # ------------------------------------------------------------------ service
+    @app.get("/v1/health", tags=["service"])
+    async def health() -> dict[str, str]:
+        """Liveness; needs no key."""
+        return {"status": "ok"}
+
+    @app.get("/v1/whoami", tags=["service"])
+    async def whoami(who: Who) -> dict[str, Any]:
+        """The key's id, tenant and scope."""
+        return {"key_id": who.key_id, "tenant_id": who.tenant_id,
+                "users": None if who.users is None else sorted(who.users),
+                "agents": None if who.agents is None else sorted(who.agents), "read_only": who.read_only}
+
+    @app.get("/v1/stats", tags=["service"])
+    async def stats(who: Who) -> dict[str, Any]:
+        """Write-queue counters (and the memory's own, where it keeps them)."""
+        out: dict[str, Any] = {"queue": q.stats.to_dict()}
+        mem_stats = getattr(mem, "stats", None)
+        if callable(mem_stats):
+            value = await asyncio.to_thread(mem_stats)
+            out["memory"] = value if isinstance(value, dict) else getattr(value, "__dict__", str(value))
+        return out
+
+    # ------------------------------------------------------------------ save
+    def draft_of(who: Principal, body: s.Draft) -> MemoryDraft:
+        fields = body.model_dump(exclude={"user_id"})
+        fields["agent_id"] = who.agent_for(body.agent_id)
+        return MemoryDraft(**fields)
+
+    @app.post("/v1/memories", status_code=201, tags=["memories"])
+    async def save(body: s.SaveRequest, who: Who) -> dict[str, Any]:
+        """Save one memory; answered once it is committed."""
+        who.check_write()
+        who.check_user(body.user_id)
+        with acting_as(who.key_id):
+            records = await q.save([draft_of(who, body)], user_id=body.user_id, tenant_id=who.tenant_id)
+        return wire.dump_record(records[0])
+
+    @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
+    async def save_batch(body: s.BatchSaveRequest, who: Who) -> dict[str, Any]:
+        """Save several memories of one user, all or none."""
+        who.check_write()
+        who.check_user(body.user_id)
+        drafts = [draft_of(who, d) for d in body.memories]
+        with acting_as(who.key_id):
+            records = await q.save(drafts, user_id=body.user_id, tenant_id=who.tenant_id)
+        return {"records": [wire.dump_record(r) for r in records]}
+
+    # ------------------------------------------------------------------ read
+    @app.post("/v1/search", tags=["memories"])
+    async def search(body: s.SearchRequest, who: Who) -> dict[str, Any]:
+        """Hybrid search; each hit has its score breakdown and the retrievers that found it."""
+        who.check_user(body.user_id)
+        extra: dict[str, Any] = {} if body.sources is None else {"sources": tuple(body.sources)}
+        hits = await read(
+            who, "read.search", mem.search_memory, body.query, user_id=body.user_id, tenant_id=who.tenant_id,
+            filters=body.filters, top_k=body.top_k, window_session=body.window_session, shown=body.shown,
+            weights=body.weights, **extra,
+        )
+        return {"hits": [wire.dump_hit(h) for h in hits]}
+
+    @app.post("/v1/memories/list", tags=["memories"])
+    async def list_memories(body: s.ListRequest, who: Who) -> dict[str, Any]:
+        """One user's memories in insertion order (active only unless ``filters`` says otherwise)."""
+        who.check_user(body.user_id)
+        records = await read(who, "read.list", mem.list_memories, user_id=body.user_id, tenant_id=who.tenant_id,
+                             filters=body.filters, limit=body.limit, offset=body.offset)
+        return {"records": [wire.dump_record(r) for r in records]}
+
+    UserQ = Annotated[str, Query(min_length=1, max_length=256)]
+
+    @app.get("/v1/memories/{memory_id}", tags=["memories"])
+    async def get(memory_id: str, user_id: UserQ, who: Who) -> dict[str, Any]:
+        record = await on_memory(who, user_id, [memory_id], lambda: read(
+            who, "read.get", mem.get_memory, memory_id, user_id=user_id, tenant_id=who.tenant_id,
+            detail={"memory_id": memory_id}))
+        return wire.dump_record(record)
+
+    @app.get("/v1/memories/{memory_id}/history", tags=["memories"])
+    async def history(memory_id: str, user_id: UserQ, who: Who) -> dict[str, Any]:
+        """The audit trail of one memory."""
+        rows = await on_memory(who, user_id, [memory_id], lambda: read(
+            who, "read.history", mem.history, memory_id, user_id=user_id, tenant_id=who.tenant_id,
+            detail={"memory_id": memory_id}))
+        return {"history": wire.dump_history(rows)}
+
+    @app.get("/v1/memories/{memory_id}/explain", tags=["memories"])
+    async def explain(memory_id: str, user_id: UserQ, who: Who) -> dict[str, Any]:
+        """When and from which turn a memory was written, its trust and weight, and the searches that returned it."""
+        why = await on_memory(who, user_id, [memory_id], lambda: read(
+            who, "read.explain", mem.explain, memory_id, user_id=user_id, tenant_id=who.tenant_id,
+            detail={"memory_id": memory_id}))
+        return {**why.to_dict(), "record": wire.dump_record(why.record)}
+
+    # ------------------------------------------------------------------ change
+    @app.post("/v1/memories/forget", tags=["memories"])
+    async def forget(body: s.ForgetRequest, who: Who) -> dict[str, Any]:
+        """Soft-delete memories (all or none): they leave search at once."""
+        who.check_write()
+        ids = list(body.memory_ids)
+        done = await on_memory(who, body.user_id, ids, lambda: write(
+            who, lambda: mem.forget_memory(ids, user_id=body.user_id, tenant_id=who.tenant_id),
+            user_id=body.user_id))
+        return {"forgotten": done}
+
+    def memory_write(name: str, path: str, body_type: type[s.UserRequest] | type[s.RefreshRequest] |
+                     type[s.UpdateRequest], method: str, call: Callable[[str, Any, Principal], Any],
+                     doc: str) -> None:
+        async def route(memory_id: str, body: Any, who: Who) -> dict[str, Any]:
+            who.check_write()
+            record = await on_memory(who, body.user_id, [memory_id], lambda: write(
+                who, lambda: call(memory_id, body, who), user_id=body.user_id))
+            return wire.dump_record(record)
+
+        route.__annotations__["body"] = body_type
+        route.__name__, route.__doc__ = name, doc
+        app.add_api_route(path, route, methods=[method], tags=["memories"])
+
+    memory_write("restore", "/v1/memories/{memory_id}/restore", s.UserRequest, "POST",
+                 lambda m, b, w: mem.restore_memory(m, user_id=b.user_id, tenant_id=w.tenant_id),
+                 "Undo a forget while the memory has not been purged.")
+    memory_write("refresh", "/v1/memories/{memory_id}/refresh", s.RefreshRequest, "POST",
+                 lambda m, b, w: mem.refresh_memory(m, b.delta, user_id=b.user_id, tenant_id=w.tenant_id),
+                 "Reinforce a memory: importance += delta, counted as accessed now.")
+    memory_write("confirm", "/v1/memories/{memory_id}/confirm", s.UserRequest, "POST",
+                 lambda m, b, w: mem.confirm_memory(m, user_id=b.user_id, tenant_id=w.tenant_id),
+                 "Activate a pending memory after review.")
+    memory_write("update", "/v1/memories/{memory_id}", s.UpdateRequest, "PATCH",
+                 lambda m, b, w: mem.update_memory(m, user_id=b.user_id, tenant_id=w.tenant_id, content=b.content,
+                                                   metadata=b.metadata),
+                 "Rewrite a memory's content and/or metadata, keeping its id and history.")
+
+    # ------------------------------------------------------------------ working window
+    @app.post("/v1/turns", tags=["window"])
+    async def add_turn(body: s.TurnRequest, who: Who) -> dict[str, Any]:
+        """Append a turn to the working window; returns the memories it wrote."""
+        who.check_user(body.user_id)
+        records = await write(who, lambda: mem.add_turn(
+            body.user, body.assistant, user_id=body.user_id, session_id=body.session_id, metadata=body.metadata,
+            tenant_id=who.tenant_id, created_at=body.created_at), user_id=body.user_id)
+        return {"memories": [wire.dump_record(r) for r in records]}
+
+    @app.get("/v1/context", tags=["window"])
+    async def context(user_id: UserQ, who: Who,
+                      session_id: Annotated[str, Query(min_length=1, max_length=256)] = "default") -> dict[str, Any]:
+        """The turns in the session's working window, oldest first."""
+        who.check_user(user_id)
+        turns = await read(who, "read.context", mem.context, user_id=user_id, session_id=session_id,
+                           tenant_id=who.tenant_id)
+        return {"turns": [wire.dump_turn(t) for t in turns]}
+
+    @app.delete("/v1/context", tags=["window"])
+    async def clear_context(user_id: UserQ, who: Who, session_id: Annotated[
+            str | None, Query(min_length=1, max_length=256)] = None) -> dict[str, Any]:
+        """Drop the working window (of one session, or all) without writing episodic memory."""
+        who.check_user(user_id)
+        await write(who, lambda: mem.clear_context(user_id=user_id, session_id=session_id, tenant_id=who.tenant_id),
+                    user_id=user_id)
+        return {"cleared": True}
+
+    @app.post("/v1/messages/archive", tags=["window"])
+    async def archive(body: s.ArchiveRequest, who: Who) -> dict[str, Any]:
+        """Compress messages that left a framework's own window into one episodic memory."""
+        who.check_user(body.user_id)
+        try:
+            messages = [Message.from_dict(m) for m in body.messages]
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ValidationError(f"bad message: {exc}") from exc
+        record = await write(who, lambda: archive_messages(
+            mem, messages, user_id=body.user_id, session_id=body.session_id, tenant_id=who.tenant_id),
+            user_id=body.user_id)
+        return {"memory": None if record is None else wire.dump_record(record)}
+
+    # ------------------------------------------------------------------ audit, maintenance, export/import
+    @app.post("/v1/audit", tags=["tenant"])
+    async def audit(body: s.AuditRequest, who: Who) -> dict[str, Any]:
+        """Memories to review: weight that rose sharply, low-trust and pending ones."""
+        if body.user_id is None:
+            tenant_wide(who, "an audit of the whole tenant")
+        else:
+            who.check_user(body.user_id)
+        findings = await read(who, "read.audit", mem.audit_scan, user_id=body.user_id, tenant_id=who.tenant_id,
+                              since=body.since, window=timedelta(hours=body.window_hours), factor=body.factor,
+                              include_quarantined=body.include_quarantined)
+        return {"findings": [wire.dump_finding(f) for f in findings]}
+
+    @app.post("/v1/maintain", tags=["tenant"])
+    async def maintain(body: s.MaintainRequest, who: Who) -> dict[str, Any]:
+        """Evict decayed memories, purge those past the grace period, consolidate."""
+        tenant_wide(who, "maintenance")
+        report = await write(who, lambda: mem.maintain(policy=body.policy, tenant_id=who.tenant_id), user_id=None)
+        return wire.dump_report(report)
+
+    @app.get("/v1/export", tags=["tenant"], response_class=StreamingResponse,
+             responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
+    async def export(who: Who, user_id: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+                     include_embeddings: bool = False, include_deleted: bool = False) -> StreamingResponse:
+        """Stream memories (one user's, or the tenant's) and their windows as portable JSON lines."""
+        if user_id is None:
+            tenant_wide(who, "an export of the whole tenant")
+        else:
+            who.check_user(user_id)
+        pipe = _Pipe()
+        outcome: dict[str, BaseException] = {}
+
+        def produce() -> None:
+            try:
+                with acting_as(who.key_id):
+                    mem.export(pipe, user_id=user_id, include_embeddings=include_embeddings,
+                               include_deleted=include_deleted, tenant_id=who.tenant_id)
+                pipe.push(final=True)
+            except BrokenPipeError:
+                pass
+            except BaseException as exc:  # reaches the client before the first byte, or ends the stream
+                outcome["error"] = exc
+                pipe.chunks.put(None)
+
+        threading.Thread(target=produce, name="portamem-export", daemon=True).start()
+        first = await asyncio.to_thread(pipe.chunks.get)
+        if first is None and "error" in outcome:
+            raise outcome["error"]
+        q.note_read("read.export", tenant_id=who.tenant_id, user_id=user_id, detail={})
+
+        async def stream() -> AsyncIterator[bytes]:
+            try:
+                chunk = first
+                while chunk is not None:
+                    yield chunk.encode()
+                    chunk = await asyncio.to_thread(pipe.chunks.get)
+            finally:
+                pipe.gone.set()
+
+        return StreamingResponse(stream(), media_type="application/x-ndjson")
+
+    @app.post("/v1/import", tags=["tenant"], openapi_extra={"requestBody": {
+        "required": True, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
+    async def import_(request: Request, who: Who,
+                      on_conflict: Literal["error", "skip", "replace"] = "error") -> dict[str, Any]:
+        """Read an export back into the key's tenant, all or nothing (the body is streamed to a spool file)."""
+        who.check_write()
+        tenant_wide(who, "an import")
+        spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+b")
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_IMPORT_BYTES:
+                spool.close()
+                raise ValidationError(f"an import body is limited to {MAX_IMPORT_BYTES} bytes")
+            spool.write(chunk)
+        spool.seek(0)
+
+        def run() -> int:
+            with spool, io.TextIOWrapper(spool, encoding="utf-8", errors="strict") as text:
+                try:
+                    return mem.import_(text, tenant_id=who.tenant_id, on_conflict=on_conflict)
+                except UnicodeDecodeError as exc:
+                    raise ValidationError(f"an import must be UTF-8 JSON lines: {exc}") from exc
+
+        return {"imported": await write(who, run, user_id=None)}
+
+    return app

@@ -1,0 +1,202 @@
+"""API keys: bound to a tenant (optionally to users or agents, read-only or read-write), stored hashed.
+
+A key reads ``pm_<key id>_<secret>``: the id is public (it names the key in the audit log and in
+``portamem keys list``), the secret is 32 random bytes of which only the SHA-256 is stored, compared
+in constant time. The table lives in the store's own record database, so keys travel with backups
+and a second process (``portamem keys create`` beside a running server) sees the same rows; every
+request looks its key up again, so a revocation takes effect on the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from ..errors import AuthenticationError, NotFoundError, PermissionDeniedError, StoreOpenError, ValidationError
+
+__all__ = ["ApiKey", "Principal", "KeyStore", "LOCAL_PRINCIPAL_ID", "parse_key"]
+
+PREFIX = "pm"
+#: the actor of requests to a keyless server (loopback only)
+LOCAL_PRINCIPAL_ID = "local"
+
+_md = sa.MetaData()
+keys_t = sa.Table(
+    "api_keys",
+    _md,
+    sa.Column("key_id", sa.String(32), primary_key=True),
+    sa.Column("secret_sha256", sa.String(64), nullable=False),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("name", sa.String(256), nullable=True),
+    sa.Column("users", sa.JSON, nullable=True),
+    sa.Column("agents", sa.JSON, nullable=True),
+    sa.Column("read_only", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+)
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def parse_key(token: str) -> tuple[str, str]:
+    """``(key id, secret)`` of a presented key; AuthenticationError when it is not of the key form."""
+    parts = token.strip().split("_", 2)
+    if len(parts) != 3 or parts[0] != PREFIX or not parts[1] or not parts[2]:
+        raise AuthenticationError("malformed API key (expected pm_<id>_<secret>)")
+    return parts[1], parts[2]
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts as: the key id (the audit actor), its tenant and its scope."""
+
+    key_id: str
+    tenant_id: str
+    users: frozenset[str] | None = None
+    agents: frozenset[str] | None = None
+    read_only: bool = False
+
+    def may_act_for(self, user_id: str) -> bool:
+        return self.users is None or user_id in self.users
+
+    def check_user(self, user_id: str) -> None:
+        """A user-level operation for a user outside the scope: 403 (it says nothing about stored data)."""
+        if not self.may_act_for(user_id):
+            raise PermissionDeniedError(f"API key {self.key_id} may not act for user {user_id!r}")
+
+    def check_write(self) -> None:
+        if self.read_only:
+            raise PermissionDeniedError(f"API key {self.key_id} is read-only")
+
+    def agent_for(self, agent_id: str | None) -> str | None:
+        """The agent a write is made as: the key's only agent by default, never one outside its set."""
+        if self.agents is None:
+            return agent_id
+        if agent_id is None and len(self.agents) == 1:
+            return next(iter(self.agents))
+        if agent_id not in self.agents:
+            raise PermissionDeniedError(f"API key {self.key_id} may write as agents {sorted(self.agents)} only")
+        return agent_id
+
+    @property
+    def tenant_wide(self) -> bool:
+        return self.users is None
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A stored key as ``portamem keys list`` shows it (never the secret)."""
+
+    key_id: str
+    tenant_id: str
+    name: str | None
+    users: list[str] | None
+    agents: list[str] | None
+    read_only: bool
+    created_at: float
+    revoked_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key_id": self.key_id, "tenant_id": self.tenant_id, "name": self.name, "users": self.users,
+                "agents": self.agents, "read_only": self.read_only, "created_at": self.created_at,
+                "revoked_at": self.revoked_at}
+
+
+def _ids(name: str, values: Sequence[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    out = [v for v in dict.fromkeys(values)]
+    if not out or any(not isinstance(v, str) or not v.strip() for v in out):
+        raise ValidationError(f"{name} must be a non-empty list of non-empty strings")
+    return out
+
+
+class KeyStore:
+    """The ``api_keys`` table of one record database."""
+
+    def __init__(self, db_url: str) -> None:
+        try:
+            if db_url.startswith("sqlite:///") and not db_url.startswith("sqlite:///:memory:"):
+                Path(db_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+            self.engine = sa.create_engine(db_url, future=True)
+            with self.engine.begin() as conn:
+                _md.create_all(conn)
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreOpenError(f"cannot open the key table in {db_url}: {exc}") from exc
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def create(
+        self, tenant_id: str, *, name: str | None = None, users: Sequence[str] | None = None,
+        agents: Sequence[str] | None = None, read_only: bool = False,
+    ) -> tuple[ApiKey, str]:
+        """A new key; returns it and the full secret token, which is shown once and never stored."""
+        if not isinstance(tenant_id, str) or not tenant_id.strip():
+            raise ValidationError("a key needs a tenant id")
+        key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
+        row = {"key_id": key_id, "secret_sha256": _digest(secret), "tenant_id": tenant_id, "name": name,
+               "users": _ids("users", users), "agents": _ids("agents", agents), "read_only": bool(read_only),
+               "created_at": time.time(), "revoked_at": None}
+        with self.engine.begin() as conn:
+            conn.execute(keys_t.insert().values(**row))
+        return self._key(row), f"{PREFIX}_{key_id}_{secret}"
+
+    @staticmethod
+    def _key(row: Any) -> ApiKey:
+        m = dict(row._mapping) if hasattr(row, "_mapping") else dict(row)
+        return ApiKey(m["key_id"], m["tenant_id"], m["name"], m["users"], m["agents"], bool(m["read_only"]),
+                      m["created_at"], m["revoked_at"])
+
+    def list(self, tenant_id: str | None = None, *, include_revoked: bool = False) -> list[ApiKey]:
+        q = sa.select(keys_t).order_by(keys_t.c.created_at)
+        if tenant_id is not None:
+            q = q.where(keys_t.c.tenant_id == tenant_id)
+        if not include_revoked:
+            q = q.where(keys_t.c.revoked_at.is_(None))
+        with self.engine.connect() as conn:
+            return [self._key(r) for r in conn.execute(q)]
+
+    def revoke(self, key_id: str) -> ApiKey:
+        with self.engine.begin() as conn:
+            n = conn.execute(keys_t.update().where(keys_t.c.key_id == key_id, keys_t.c.revoked_at.is_(None))
+                             .values(revoked_at=time.time())).rowcount
+            row = conn.execute(sa.select(keys_t).where(keys_t.c.key_id == key_id)).first()
+        if row is None:
+            raise NotFoundError(f"no API key {key_id!r}")
+        if not n:
+            raise ValidationError(f"API key {key_id!r} was already revoked")
+        return self._key(row)
+
+    def active_count(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(keys_t)
+                                    .where(keys_t.c.revoked_at.is_(None))).scalar_one())
+
+    def authenticate(self, token: str | None) -> Principal:
+        """The principal of a presented key; AuthenticationError for none, a wrong or a revoked one."""
+        if not token:
+            raise AuthenticationError("this server needs an API key (Authorization: Bearer pm_...)")
+        key_id, secret = parse_key(token)
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(keys_t).where(keys_t.c.key_id == key_id)).first()
+        # the digest is compared even for an unknown id, so timing does not tell ids apart
+        expected = row.secret_sha256 if row is not None else "0" * 64
+        if not hmac.compare_digest(_digest(secret), expected) or row is None or row.revoked_at is not None:
+            raise AuthenticationError("invalid or revoked API key")
+        return Principal(
+            key_id=row.key_id, tenant_id=row.tenant_id,
+            users=None if row.users is None else frozenset(row.users),
+            agents=None if row.agents is None else frozenset(row.agents),
+            read_only=bool(row.read_only),
+        )

@@ -1,0 +1,185 @@
+"""``portamem serve``, ``portamem keys create/list/revoke`` and ``portamem mcp``."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..client import SERVER_FILE
+from ..config import Settings
+from ..errors import ConfigError, PortamemError
+
+__all__ = ["SERVER_COMMANDS", "is_loopback", "serve"]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.load(args.config, path=args.path, tenant_id=args.tenant)
+
+
+# ---------------------------------------------------------------------- serve
+def _add_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--max-queue", type=int, default=2048,
+                   help="writes waiting at most before new ones get HTTP 429 (default 2048)")
+    p.add_argument("--max-batch", type=int, default=256, help="writes applied per group commit at most")
+    p.add_argument("--log-level", default="warning")
+
+
+def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_queue: int = 2048,
+          max_batch: int = 256, log_level: str = "warning") -> int:
+    """Serve the store of ``settings`` until interrupted; the URL is printed and written to ``server.json``."""
+    import uvicorn
+
+    from ..memory import Memory
+    from .app import ServerState, create_app
+    from .auth import KeyStore
+
+    keys = KeyStore(settings.resolved_db_url)
+    loopback = is_loopback(host)
+    if not keys.active_count() and not loopback:
+        keys.close()
+        raise ConfigError(f"no API key is configured: refusing to serve on {host}, which is not a loopback "
+                          "address; create one with `portamem keys create --tenant ...`")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)  # connections made before uvicorn runs wait in the backlog instead of being refused
+    bound = sock.getsockname()[1]
+    memory = Memory(settings=settings)
+    state = ServerState(memory, keys, open_access=loopback, max_pending=max_queue, max_batch=max_batch)
+    app = create_app(state)
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
+    marker = Path(settings.path) / SERVER_FILE
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
+    server = uvicorn.Server(config)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"url": url, "pid": os.getpid(), "started_at": time.time()}), encoding="utf-8")
+        print(f"portamem serving {settings.path} on {url}"
+              + ("" if keys.active_count() else " (no API keys: open to loopback callers)"), flush=True)
+        server.run(sockets=[sock])
+    finally:
+        try:
+            if json.loads(marker.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                marker.unlink()
+        except (OSError, ValueError):
+            pass
+        memory.close()
+        keys.close()
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the memory over HTTP (JSON API, OpenAPI schema at /openapi.json), behind API keys."""
+    return serve(_settings(args), host=args.host, port=args.port, max_queue=args.max_queue,
+                 max_batch=args.max_batch, log_level=args.log_level)
+
+
+# ---------------------------------------------------------------------- keys
+def _add_keys(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="keys_command", required=True)
+    c = sub.add_parser("create", help="a new key; its secret is printed once")
+    c.add_argument("--for-tenant", dest="key_tenant", help="the tenant the key acts in (default: --tenant)")
+    c.add_argument("--user", action="append", dest="users", help="restrict to this user (repeatable)")
+    c.add_argument("--agent", action="append", dest="agents", help="writes only as this agent (repeatable)")
+    c.add_argument("--read-only", action="store_true")
+    c.add_argument("--name", help="a label for the list")
+    c.add_argument("--json", action="store_true")
+    ls = sub.add_parser("list", help="keys of the store (never their secrets)")
+    ls.add_argument("--all", action="store_true", help="revoked ones too")
+    ls.add_argument("--json", action="store_true")
+    r = sub.add_parser("revoke", help="revoke a key by its id; takes effect on the next request")
+    r.add_argument("key_id")
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """Manage API keys (stored hashed in the store's record database)."""
+    from .auth import KeyStore
+
+    settings = _settings(args)
+    keys = KeyStore(settings.resolved_db_url)
+    try:
+        if args.keys_command == "create":
+            key, token = keys.create(args.key_tenant or settings.tenant_id, name=args.name, users=args.users,
+                                     agents=args.agents, read_only=args.read_only)
+            if args.json:
+                print(json.dumps({**key.to_dict(), "api_key": token}))
+            else:
+                print(f"created key {key.key_id} for tenant {key.tenant_id!r}"
+                      + (f", users {key.users}" if key.users else "") + (f", agents {key.agents}" if key.agents else "")
+                      + (", read-only" if key.read_only else ""), file=sys.stderr)
+                print(token)
+        elif args.keys_command == "list":
+            listed = keys.list(include_revoked=args.all)
+            if args.json:
+                print(json.dumps([k.to_dict() for k in listed], ensure_ascii=False, indent=2))
+            for k in [] if args.json else listed:
+                print(f"{k.key_id}  tenant {k.tenant_id}  {'read-only' if k.read_only else 'read-write'}"
+                      f"  users {k.users or 'any'}  agents {k.agents or 'any'}"
+                      + (f"  {k.name!r}" if k.name else "") + ("  REVOKED" if k.revoked_at else ""))
+        else:
+            keys.revoke(args.key_id)
+            print(f"revoked {args.key_id}")
+    finally:
+        keys.close()
+    return 0
+
+
+# ---------------------------------------------------------------------- mcp
+def _add_mcp(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", required=True, help="the user whose memory the tools read and write")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8766)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """An MCP server (stdio or streamable HTTP) with save/search/forget/explain tools for one user."""
+    from .mcp import run_mcp
+
+    from .. import cli
+
+    memory: Any = cli._open(args)
+    try:
+        run_mcp(memory, user_id=args.user, transport=args.transport, host=args.host, port=args.port)
+    finally:
+        memory.close()
+    return 0
+
+
+def _guard(run: Any) -> Any:
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return int(run(args))
+        except PortamemError:
+            raise
+        except OSError as exc:
+            raise ConfigError(str(exc)) from exc
+
+    wrapped.__doc__ = run.__doc__
+    return wrapped
+
+
+#: (name, help, configure, run) rows for ``portamem.cli.COMMANDS``
+SERVER_COMMANDS = [
+    ("serve", "serve the memory over HTTP to other processes and languages", _add_serve, _guard(cmd_serve)),
+    ("keys", "create, list and revoke API keys of the server", _add_keys, cmd_keys),
+    ("mcp", "serve save/search/forget/explain as MCP tools for one user", _add_mcp, cmd_mcp),
+]

@@ -1,0 +1,135 @@
+"""Request bodies of the HTTP API (pydantic models: they make the OpenAPI schema and the first check).
+
+No body has a ``tenant_id``: the tenant comes from the API key, and an unknown field is refused.
+The memory rules themselves (content length, id form, filter values) are checked by ``Memory``,
+whose ``ValidationError`` reaches the caller as HTTP 422 just like a schema failure.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..records import MemoryType, Source, Trust
+
+__all__ = [
+    "Draft",
+    "SaveRequest",
+    "BatchSaveRequest",
+    "SearchRequest",
+    "ListRequest",
+    "UserRequest",
+    "ForgetRequest",
+    "RefreshRequest",
+    "UpdateRequest",
+    "TurnRequest",
+    "ArchiveRequest",
+    "AuditRequest",
+    "MaintainRequest",
+]
+
+#: a user id as the API takes it (Memory checks NUL characters and blank ones)
+UserId = Field(min_length=1, max_length=256)
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Draft(_Body):
+    """One memory to save; the same fields as ``Memory.save_memory``."""
+
+    content: str = Field(min_length=1, max_length=100_000)
+    type: MemoryType = MemoryType.SEMANTIC
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    half_life_days: float | None = Field(default=None, gt=0.0, le=1e6)
+    source: Source = Source.USER
+    trust: Trust | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=256)
+    agent_id: str | None = Field(default=None, min_length=1, max_length=256)
+    kind: str | None = Field(default=None, max_length=64)
+    summary: str | None = Field(default=None, max_length=100_000)
+    entities: list[str] | None = Field(default=None, max_length=1000)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+class SaveRequest(Draft):
+    user_id: str = UserId
+
+
+class BatchSaveRequest(_Body):
+    user_id: str = UserId
+    memories: list[Draft] = Field(min_length=1, max_length=1000)
+
+
+class SearchRequest(_Body):
+    user_id: str = UserId
+    query: str = Field(min_length=1, max_length=100_000)
+    top_k: int | None = Field(default=None, ge=1, le=1000)
+    filters: dict[str, Any] | None = None
+    #: leave out what this session's working window already shows
+    window_session: str | None = Field(default=None, min_length=1, max_length=256)
+    #: texts the prompt already shows
+    shown: list[str] = Field(default_factory=list, max_length=1000)
+    #: retrievers to ask (default: all) and weights to rank with (default: the server's)
+    sources: list[Literal["vector", "keyword", "entity"]] | None = Field(default=None, min_length=1)
+    weights: dict[str, float] | None = None
+
+
+class ListRequest(_Body):
+    user_id: str = UserId
+    filters: dict[str, Any] | None = None
+    limit: int | None = Field(default=None, ge=1, le=10_000)
+    offset: int = Field(default=0, ge=0)
+
+
+class UserRequest(_Body):
+    user_id: str = UserId
+
+
+class ForgetRequest(_Body):
+    user_id: str = UserId
+    memory_ids: list[str] = Field(min_length=1, max_length=1000)
+
+
+class RefreshRequest(_Body):
+    user_id: str = UserId
+    delta: float = Field(default=0.1, ge=-1.0, le=1.0)
+
+
+class UpdateRequest(_Body):
+    user_id: str = UserId
+    content: str | None = Field(default=None, min_length=1, max_length=100_000)
+    metadata: dict[str, Any] | None = None
+
+
+class TurnRequest(_Body):
+    user_id: str = UserId
+    session_id: str = Field(default="default", min_length=1, max_length=256)
+    user: str = Field(max_length=100_000)
+    assistant: str = Field(max_length=100_000)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+class ArchiveRequest(_Body):
+    """Messages that left a window the framework keeps itself (``portamem.messages.archive_messages``)."""
+
+    user_id: str = UserId
+    session_id: str = Field(default="default", min_length=1, max_length=256)
+    messages: list[dict[str, Any]] = Field(max_length=10_000)
+
+
+class AuditRequest(_Body):
+    user_id: str | None = Field(default=None, min_length=1, max_length=256)
+    since: datetime | None = None
+    window_hours: float = Field(default=24.0, gt=0.0, le=1e6)
+    factor: float = Field(default=2.0, gt=1.0, le=1e6)
+    include_quarantined: bool = False
+
+
+class MaintainRequest(_Body):
+    policy: str | None = Field(default=None, min_length=1, max_length=128)

@@ -1,0 +1,61 @@
+"""An acknowledged write survives kill -9 of the server, and the store reopens under a new server."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import httpx
+
+from portamem import RemoteMemory
+from portamem.client import SERVER_FILE, discover
+from portamem_conformance.remote import ServerProcess
+
+
+def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    server = ServerProcess(path)
+    key = server.key("acme")
+    headers = {"Authorization": f"Bearer {key}"}
+    acked: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    enough = threading.Event()
+
+    def client(n: int) -> None:
+        with httpx.Client(base_url=server.url, headers=headers, timeout=60) as c:
+            for i in range(1000):
+                text = f"Writer {n} note {i}: the parcel goes to dock {n * 1000 + i}."
+                try:
+                    r = c.post("/v1/memories", json={"user_id": f"user{n}", "content": text})
+                except httpx.HTTPError:
+                    return  # the server died under us: this write was never acknowledged
+                if r.status_code == 201:
+                    with lock:
+                        acked.append((f"user{n}", r.json()["memory_id"]))
+                        if len(acked) >= 40:
+                            enough.set()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        assert enough.wait(240), server.output[-20:]
+        server.kill()  # SIGKILL while writes are in flight: no shutdown, no flush
+        for t in threads:
+            t.join(60)
+        assert discover(path) is None  # the pid in server.json is dead
+    finally:
+        server.kill()
+    assert (path / SERVER_FILE).exists()
+
+    again = ServerProcess(path)
+    try:
+        with RemoteMemory(again.url, key) as mem:
+            for user_id, memory_id in acked:
+                assert mem.get_memory(memory_id, user_id=user_id).memory_id == memory_id
+            some_user, some_id = acked[0]
+            text = mem.get_memory(some_id, user_id=some_user).content
+            assert some_id in [h.memory_id for h in mem.search_memory(text, user_id=some_user, top_k=3)]
+    finally:
+        again.stop()
+    assert not (path / SERVER_FILE).exists()
