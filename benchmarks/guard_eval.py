@@ -1,19 +1,37 @@
-"""Detection and false-alarm rates of the built-in injection guard, on a dev and a held-out split.
+"""Detection and false-alarm rates of the built-in injection guard, each on a dev and a held-out split.
 
-Attacks: ``tests/data/guard/attacks.jsonl`` (English and Chinese; plain, role-play, fake system
-messages, memory tampering, hidden markup, encoded and obfuscated forms). Ordinary turns: every
-LoCoMo turn (``../shared/data/locomo/locomo-dev.json``, CC BY-NC 4.0, read in place, not copied)
-plus ``tests/data/guard/ordinary.jsonl`` (English near-misses and Chinese daily conversation).
+Two corpora, both English and Chinese:
 
-The rules were tuned on the dev split (attacks marked ``dev``, LoCoMo conversations 1-2, ordinary
-lines marked ``dev``); the held-out split (the other attacks, LoCoMo conversations 3-5, the other
-ordinary lines) was written at the same time, before the rules. Its first measurement, blind, was
-62/65 attacks (95.4%) and 0/2052 false alarms; two of its misses then also failed unit tests and
-were fixed (Cyrillic capitals, the weight of "remember permanently"), so its later figures are no
-longer blind.
+- **Rules corpus** (``tests/data/guard/attacks.jsonl``): direct injection phrasings (override,
+  role-play, fake system messages, memory tampering, hidden markup, encoded and obfuscated forms),
+  split dev/heldout. The rules were tuned on the dev split; the held-out split's first, blind
+  measurement was 62/65 attacks (95.4%) and 0/2052 false alarms; two of its misses then also failed
+  unit tests and were fixed, so its later figures are no longer blind.
+- **Indirect corpus** (``indirect_attacks.jsonl``, ``carriers.jsonl``, ``hard_negatives.jsonl``):
+  instructions addressed to the assistant inside content that should be data, written for this
+  project after the shapes of public indirect-injection benchmarks (BIPIA's task categories, none
+  of its texts): planted sentences, promotion and phishing links, response-format hijacks, leaks
+  of the user's data, task hijacks, planted claims, and code that downloads and runs or sends data
+  away. Each payload stands alone and is placed at the end of an e-mail, inside a web snippet,
+  before a Q&A block, or (code) after a code answer. The split was fixed before the detector was
+  written: within each (language, shape) group, payloads and carriers alternate dev, test, dev...
+  in the order they were written; a payload goes only into carriers of its own split. The detector
+  was tuned on dev; the test split's first, blind measurement was 281/300 as user turns (93.7%),
+  292/300 as web content (97.3%), and 2/72 hard negatives flagged; those misses (an "append ... to
+  the end of your reply" form, letters "of your response", code lead-ins such as "enhance your code
+  with") and the two alarms (a piped install command next to a link) then led to general fixes, so
+  the later test figures are no longer blind.
 
-    python benchmarks/guard_eval.py               # the table
-    python benchmarks/guard_eval.py --misses dev  # also list the dev split's misses and false alarms
+Each attack is judged twice: as a user's own turn (threshold 1.0: a user may tell their assistant
+how to answer) and as web or tool content (``guard.DATA_THRESHOLD``). Ordinary texts are judged as
+what they are: LoCoMo turns (``../shared/data/locomo/locomo-dev.json``, CC BY-NC 4.0, read in place;
+conversations 1-2 dev, 3-5 held out) and the daily conversation of ``ordinary.jsonl`` as user turns,
+carriers without a payload and the web, e-mail and code hard negatives as web content, the users'
+own requests ("can you answer in French?") as user turns; LoCoMo and the daily lines are also
+judged as web content, the stricter check.
+
+    python benchmarks/guard_eval.py               # the tables
+    python benchmarks/guard_eval.py --misses test # also list a split's misses and false alarms
 """
 
 from __future__ import annotations
@@ -44,6 +62,10 @@ class Sample:
     lang: str
     origin: str
     form: str = ""
+    #: where the text sits: alone, or inside an e-mail, a web snippet, before a Q&A block, in code
+    carrier: str = "alone"
+    #: the write's source the text is judged as ("user" turn, or "web" content)
+    source: str = "user"
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -67,6 +89,37 @@ def load_ordinary(locomo: Path = LOCOMO) -> list[Sample]:
             for key in sorted(k for k in c if k.startswith("session_") and isinstance(c[k], list)):
                 out.extend(Sample(t["text"], False, split, "en", "locomo") for t in c[key] if t.get("text", "").strip())
     return out
+
+
+#: the carriers each payload is placed in, besides standing alone (code payloads go into code and e-mail)
+CARRIERS = ("email", "web", "qa")
+CODE_CARRIERS = ("code", "email")
+
+
+def load_indirect() -> tuple[list[Sample], list[Sample]]:
+    """Indirect-injection attacks composed with their carriers, and the hard negatives.
+
+    Every payload of ``indirect_attacks.jsonl`` stands alone and is placed (``{attack}``) into
+    carriers of ``carriers.jsonl`` of its own split and language, chosen in turn; the carriers
+    without a payload, and ``hard_negatives.jsonl``, are the ordinary texts of the same shapes.
+    """
+    payloads = _jsonl(DATA / "indirect_attacks.jsonl")
+    carriers = _jsonl(DATA / "carriers.jsonl")
+    pools: dict[tuple[str, str, str], list[str]] = {}
+    for c in carriers:
+        pools.setdefault((c["split"], c["lang"], c["carrier"]), []).append(c["text"])
+    attacks: list[Sample] = []
+    for i, p in enumerate(payloads):
+        attacks.append(Sample(p["text"], True, p["split"], p["lang"], "indirect", p["shape"]))
+        for kind in CODE_CARRIERS if p["shape"] == "code" else CARRIERS:
+            pool = pools[(p["split"], p["lang"], kind)]
+            text = pool[i % len(pool)].replace("{attack}", p["text"])
+            attacks.append(Sample(text, True, p["split"], p["lang"], "indirect", p["shape"], kind))
+    ordinary = [Sample(c["text"].replace("{attack}", "").strip(), False, c["split"], c["lang"], "carrier",
+                       c["carrier"], c["carrier"], "web") for c in carriers]
+    ordinary += [Sample(r["text"], False, r["split"], r["lang"], "hard-negative", r["shape"], r["shape"], r["source"])
+                 for r in _jsonl(DATA / "hard_negatives.jsonl")]
+    return attacks, ordinary
 
 
 def evaluate(samples: list[Sample]) -> dict[str, object]:
@@ -103,14 +156,68 @@ def _rate(num: int, den: int) -> str:
     return f"{100.0 * num / den:5.1f}%" if den else "   - "
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--misses", choices=["dev", "heldout", "all"], help="list the misses and false alarms of a split")
-    args = ap.parse_args(argv)
-    samples = load_attacks() + load_ordinary()
-    if not LOCOMO.exists():
-        print(f"note: {LOCOMO} not found; LoCoMo turns left out", file=sys.stderr)
-    report = evaluate(samples)
+def indirect_report(attacks: list[Sample], ordinary: list[Sample], extra_ordinary: list[Sample]) -> dict[str, object]:
+    """Detection per split, source, shape and carrier; false alarms per split and where they come from."""
+    from portamem_plugins.guard import judge
+
+    report: dict[str, object] = {}
+    for split in ("dev", "test"):
+        pick = [s for s in attacks if s.split == split]
+        for source in ("user", "web"):
+            flagged = [judge(s.text, source) is not None for s in pick]
+            shapes: dict[str, list[int]] = {}
+            for s, f in zip(pick, flagged):
+                for key in (f"{s.lang}:{s.form}", f"carrier:{s.carrier}"):
+                    shapes.setdefault(key, [0, 0])
+                    shapes[key][0] += f
+                    shapes[key][1] += 1
+            report[(split, source)] = {"attacks": len(pick), "detected": sum(flagged), "shapes": shapes,
+                                       "misses": [s for s, f in zip(pick, flagged) if not f]}
+    for split in ("dev", "test"):
+        pick = [s for s in ordinary if s.split == split]
+        report[("alarms", split)] = [s for s in pick if judge(s.text, s.source) is not None]
+        report[("ordinary", split)] = len(pick)
+    for split in ("dev", "heldout"):
+        pick = [s for s in extra_ordinary if s.split == split]
+        report[("web-alarms", split)] = [s for s in pick if judge(s.text, "web") is not None]
+        report[("web-ordinary", split)] = len(pick)
+    return report
+
+
+def guard_cost(chars: int = 8000, repeats: int = 7) -> tuple[float, float]:
+    """Median CPU ms per write of the whole guard and of the phrase rules alone, on a ``chars`` long text.
+
+    CPU time, not wall time, so that other work on the machine does not inflate it.
+    """
+    import statistics
+
+    from portamem_plugins import directives, guard
+
+    carriers = [r["text"] for r in _jsonl(DATA / "carriers.jsonl")]
+    text = ""
+    while len(text) < chars:
+        text += carriers[len(text) % len(carriers)].replace("{attack}", "") + "\n"
+    text = text[:chars]
+
+    def median_ms() -> float:
+        times = []
+        for _ in range(repeats):
+            t0 = time.process_time()
+            guard.judge(text, "web")
+            times.append(1000 * (time.process_time() - t0))
+        return statistics.median(times)
+
+    full = median_ms()
+    original, directives.signals = directives.signals, lambda text: []  # type: ignore[assignment]
+    try:
+        rules_only = median_ms()
+    finally:
+        directives.signals = original  # type: ignore[assignment]
+    return full, rules_only
+
+
+def _print_rules_corpus(report: dict[str, object]) -> None:
+    print("Rules corpus (direct injection phrasings)")
     print(f"{'split':<8} {'attacks':>7} {'detected':>8} {'rate':>7}   {'ordinary':>8} {'alarms':>6} {'rate':>7}")
     for split in ("dev", "heldout", "all"):
         r = report[split]
@@ -119,16 +226,74 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['ordinary']:>8} {r['false_alarms']:>6} {_rate(r['false_alarms'], r['ordinary']):>7}")
     forms = report["forms"]
     assert isinstance(forms, dict)
-    print("\ndetection by form: " + ", ".join(f"{k} {h}/{n}" for k, (h, n) in forms.items()))
-    print(f"time per text: {1000 * float(report['seconds_per_text']):.2f} ms "  # type: ignore[arg-type]
-          f"({len(samples)} texts, ordinary from: {', '.join(sorted({s.origin for s in samples if not s.attack}))})")
-    if args.misses:
+    print("detection by form: " + ", ".join(f"{k} {h}/{n}" for k, (h, n) in forms.items()))
+
+
+def _print_indirect(rep: dict[object, object]) -> None:
+    print("\nIndirect corpus (instructions to the assistant inside data)")
+    print(f"{'split':<6} {'judged as':<10} {'attacks':>7} {'detected':>8} {'rate':>7}")
+    for split in ("dev", "test"):
+        for source in ("user", "web"):
+            r = rep[(split, source)]
+            assert isinstance(r, dict)
+            print(f"{split:<6} {source:<10} {r['attacks']:>7} {r['detected']:>8} {_rate(r['detected'], r['attacks']):>7}")
+    print(f"\n{'shape':<22} " + " ".join(f"{f'{sp} {so}':>12}" for sp in ("dev", "test") for so in ("user", "web")))
+    keys = sorted({k for sp in ("dev", "test") for k in rep[(sp, "user")]["shapes"]},  # type: ignore[index]
+                  key=lambda k: (k.startswith("carrier"), k))
+    for key in keys:
+        cells = []
+        for sp in ("dev", "test"):
+            for so in ("user", "web"):
+                h, n = rep[(sp, so)]["shapes"].get(key, [0, 0])  # type: ignore[index]
+                cells.append(f"{h}/{n}")
+        print(f"{key:<22} " + " ".join(f"{c:>12}" for c in cells))
+    print("\nFalse alarms, each text judged as its own source")
+    for split in ("dev", "test"):
+        alarms, n = rep[("alarms", split)], rep[("ordinary", split)]
+        assert isinstance(alarms, list) and isinstance(n, int)
+        print(f"  {split:<5} hard negatives (e-mail, web, Q&A, code, users' own requests): "
+              f"{len(alarms)}/{n} {_rate(len(alarms), n)}")
+    for split in ("dev", "heldout"):
+        alarms, n = rep[("web-alarms", split)], rep[("web-ordinary", split)]
+        assert isinstance(alarms, list) and isinstance(n, int)
+        print(f"  {split:<7} LoCoMo and daily conversation judged as web content: "
+              f"{len(alarms)}/{n} {_rate(len(alarms), n)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--misses", choices=["dev", "heldout", "test"],
+                    help="list the misses and false alarms of a split (heldout: rules corpus, test: indirect)")
+    args = ap.parse_args(argv)
+    samples = load_attacks() + load_ordinary()
+    if not LOCOMO.exists():
+        print(f"note: {LOCOMO} not found; LoCoMo turns left out", file=sys.stderr)
+    report = evaluate(samples)
+    _print_rules_corpus(report)
+    attacks, ordinary = load_indirect()
+    everyday = [s for s in samples if not s.attack]
+    rep = indirect_report(attacks, ordinary, everyday)
+    _print_indirect(rep)  # type: ignore[arg-type]
+    full, rules_only = guard_cost()
+    print(f"\nguard cost: {1000 * float(report['seconds_per_text']):.2f} ms per text "  # type: ignore[arg-type]
+          f"wall ({len(samples)} texts of the rules corpus); an 8000-character text of e-mails, web snippets and "
+          f"code: {full:.1f} CPU ms median, phrase rules alone {rules_only:.1f} (x{full / max(rules_only, 1e-9):.2f})")
+    if args.misses in ("dev", "heldout") and args.misses in report:
         r = report[args.misses]
         assert isinstance(r, dict)
         for s in r["misses"]:
             print(f"MISS  [{s.lang} {s.form}] {s.text!r}")
         for s in r["alarms"]:
             print(f"ALARM [{s.origin}] {s.text!r}")
+    if args.misses in ("dev", "test"):
+        for source in ("user", "web"):
+            for s in rep[(args.misses, source)]["misses"]:  # type: ignore[index]
+                print(f"MISS as {source} [{s.lang} {s.form} in {s.carrier}] {s.text!r}")
+        for s in rep[("alarms", args.misses)]:  # type: ignore[union-attr]
+            print(f"ALARM as {s.source} [{s.origin} {s.form}] {s.text!r}")
+    if args.misses in ("dev", "heldout"):
+        for s in rep[("web-alarms", args.misses)]:  # type: ignore[union-attr]
+            print(f"ALARM as web [{s.origin}] {s.text!r}")
     return 0
 
 

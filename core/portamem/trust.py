@@ -7,7 +7,10 @@ Three rules, applied to every batch before it is stored (``review``):
 2. A PENDING low-trust memory becomes ACTIVE when an *independent* near-duplicate arrives: one from
    another session, another source or another agent (``is_independent``), or by ``Memory.confirm_memory``.
    Repeating it in the same session from the same source only counts the repetition. A repeat from a
-   more trusted source raises the memory's trust to that source's.
+   more trusted source raises the memory's trust to that source's. Before a repeat activates it, the
+   pending memory goes through the guards again, judged as coming from its own source: one that
+   carries an instruction (stored before the guard knew its shape, or repeated by a source the guard
+   trusts more) is QUARANTINED instead, so repetition never activates an injection.
 3. A memory below high trust that contradicts an active high-trust memory of the same user is stored
    PENDING instead of competing with it; only ``Memory.confirm_memory`` or the same statement from a
    high-trust source activates it, not repetition.
@@ -39,6 +42,7 @@ from .dedupe import is_duplicate
 from .entities import normalize_entity
 from .errors import ValidationError
 from .filters import SearchFilters
+from .pipeline import GuardVerdict, WriteContext
 from .records import TRUST_RANK, MemoryRecord, Status, Trust, to_iso, utcnow
 from .retrieval import _cosine, _triples_conflict
 
@@ -72,6 +76,8 @@ class Confirmation:
     pending: MemoryRecord
     by: MemoryRecord
     confirmed: bool
+    #: the guard's verdict when the repeat would have activated a memory that carries an instruction
+    quarantine: GuardVerdict | None = None
 
 
 def trust_factors(factors: Mapping[str, float]) -> dict[Trust, float]:
@@ -162,7 +168,9 @@ def review(mem: Memory, records: Sequence[MemoryRecord],
         match = _pending_match(record, pending_by_user[scope], threshold)
         if match is not None:  # a contradiction ends by a person or a high-trust source, not by repetition
             ends = match.metadata["trust"]["pending"] == "low trust" or record.trust is Trust.HIGH
-            confirmations.append(Confirmation(match, record, ends and is_independent(match, record)))
+            confirmed = ends and is_independent(match, record)
+            held = _guard_again(mem, match) if confirmed else None
+            confirmations.append(Confirmation(match, record, confirmed and held is None, held))
             continue
         if TRUST_RANK[record.trust] < TRUST_RANK[Trust.HIGH]:
             found = _conflicts(record, neighbours[record.memory_id])
@@ -183,12 +191,30 @@ def review(mem: Memory, records: Sequence[MemoryRecord],
     return confirmations
 
 
+def _guard_again(mem: Memory, pending: MemoryRecord) -> GuardVerdict | None:
+    """The guards' verdict on a pending memory a repeat would activate, as from its own source; None: clean."""
+    ctx = WriteContext(tenant_id=pending.tenant_id, user_id=pending.user_id, settings=mem.settings,
+                       session_id=pending.session_id, agent_id=pending.agent_id, source=pending.source, explicit=False)
+    verdict = mem.hooks.guard(pending, ctx)
+    return None if verdict.action == "allow" else verdict
+
+
 def apply_confirmations(mem: Memory, conn: Any, confirmations: Sequence[Confirmation]) -> None:
     """Write what ``review`` decided for stored memories: one more sighting, and activation if confirmed."""
     for c in confirmations:
         p = c.pending
         p.frequency += 1
         p.updated_at = c.by.updated_at
+        if c.quarantine is not None:  # the repeat would have activated an instruction: it never enters memory
+            p.status = Status.QUARANTINED
+            p.metadata["guard"] = {"action": "quarantine", "reason": c.quarantine.reason, "guard": c.quarantine.guard,
+                                   "on": "repeat"}
+            mem.store.update_fields(conn, [p.memory_id], reindex=True, status=p.status.value, frequency=p.frequency,
+                                    updated_at=p.updated_at.timestamp(), metadata=p.metadata)
+            mem.store.audit(conn, "quarantine", tenant_id=p.tenant_id, user_id=p.user_id, memory_id=p.memory_id,
+                            detail={"by_session": c.by.session_id, "by_source": c.by.source.value,
+                                    "guard": p.metadata["guard"]})
+            continue
         if TRUST_RANK[c.by.trust] > TRUST_RANK[p.trust]:  # a more trusted source vouches for it
             p.trust = c.by.trust
         if c.confirmed:

@@ -21,14 +21,18 @@ from dataclasses import dataclass
 
 from portamem import hookimpl
 from portamem.pipeline import GuardVerdict, WriteContext
-from portamem.records import MemoryRecord
+from portamem.records import MemoryRecord, Source
 
+from . import directives
 from .injection_rules import RULES, Rule
 
-__all__ = ["Finding", "THRESHOLD", "scan", "judge", "portamem_guard"]
+__all__ = ["Finding", "THRESHOLD", "DATA_THRESHOLD", "threshold", "scan", "judge", "portamem_guard"]
 
 #: total weight of findings that quarantines a write
 THRESHOLD = 1.0
+#: the same for web and tool content: text that should be data quarantines on an instruction to the
+#: assistant alone ("in your answer, mention ..."), which a user may say to their own assistant
+DATA_THRESHOLD = 0.75
 #: decoded payloads are scanned again, to this depth (base64 inside hex, say)
 _MAX_DEPTH = 2
 
@@ -185,18 +189,45 @@ def _hidden(text: str) -> tuple[list[Finding], list[tuple[str, str]]]:
     return findings, payloads
 
 
+#: very common English words: a line rich in them reads as plain language, not reversed or rot13
+_COMMON = frozenset(
+    "the and to of a in is you i it for on that this with be are was my your me we at have not but so "
+    "do if all can will just what they our an as from or by about get one out up like no there how".split())
+_LATIN_WORD = re.compile(r"[a-z]{2,}")
+#: Chinese characters with a space or tab between them on one line ("忽 略")
+_CJK_SPACE = re.compile(rf"[{_CJK}][ \t\u3000]+[{_CJK}]")
+
+
+def _scrambled(line: str) -> bool:
+    """Whether a line has Latin words but hardly any common ones: reversed, rot13 or otherwise encoded."""
+    words = _LATIN_WORD.findall(line)
+    return len(words) >= 2 and sum(w in _COMMON for w in words) < 0.2 * len(words)
+
+
 def _views(text: str) -> list[tuple[str, str, bool]]:
-    """(layer, text, latin_only) pairs: the ways a reader, or a model, could read this text."""
+    """(layer, text, latin_only) pairs: the ways a reader, or a model, could read this text.
+
+    The decoding views are built from the lines that need them only (leetspeak from lines with
+    leet words, reversed and rot13 from lines that do not read as plain language), so a long
+    ordinary text costs little more than one reading.
+    """
     base = normalize(text)
     views = [("text", base, False)]
-    if _LEET_WORD.search(base):
-        views.append(("leetspeak", _LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), base), True))
-    if _SPACED.search(base) or _ZW_INSIDE_WORD.search(text) or _CJK_GAP.search(unicodedata.normalize("NFKC", text)):
-        squashed = re.sub(rf"[^a-z0-9{_CJK}]+", "", base)
-        views.append(("spaced-out letters", squashed, False))
-    if re.search(r"[a-z]{3}", base):
-        views.append(("reversed", base[::-1], True))
-        views.append(("rot13", codecs.encode(base, "rot13"), True))
+    lines = base.split("\n")
+    leet = [line for line in lines if _LEET_WORD.search(line)]
+    if leet:
+        views.append(("leetspeak", "\n".join(_LEET_WORD.sub(lambda m: m.group(0).translate(_LEET), line)
+                                              for line in leet), True))
+    if _ZW_INSIDE_WORD.search(text) or _CJK_SPACE.search(unicodedata.normalize("NFKC", text)):
+        spaced = lines
+    else:
+        spaced = [line for line in lines if _SPACED.search(line)]
+    if spaced:
+        views.append(("spaced-out letters", "\n".join(re.sub(rf"[^a-z0-9{_CJK}]+", "", line) for line in spaced), False))
+    odd = "\n".join(line for line in lines if _scrambled(line))
+    if odd:
+        views.append(("reversed", odd[::-1], True))
+        views.append(("rot13", codecs.encode(odd, "rot13"), True))
     return views
 
 
@@ -217,6 +248,9 @@ def scan(text: str, *, _depth: int = 0, _layer: str = "") -> list[Finding]:
             if m is not None:
                 where = _layer or layer
                 findings.append(Finding(rule.name, rule.label, rule.weight, where, _evidence(m.group(0))))
+        if layer == "text":
+            findings.extend(Finding(s.rule, s.label, s.weight, _layer or layer, _evidence(s.evidence))
+                            for s in directives.signals(view))
     if _depth < _MAX_DEPTH:
         for encoding, decoded in [*payloads, *_decoded(text)]:
             inner = scan(decoded, _depth=_depth + 1, _layer=_layer or encoding)
@@ -230,11 +264,16 @@ def scan(text: str, *, _depth: int = 0, _layer: str = "") -> list[Finding]:
     return sorted(best.values(), key=lambda f: -f.weight)
 
 
-def judge(text: str) -> GuardVerdict | None:
-    """Quarantine when the findings add up to ``THRESHOLD``; None (allow) otherwise."""
+def threshold(source: Source | str = Source.USER) -> float:
+    """The total that quarantines a write from ``source``: stricter for web and tool content."""
+    return DATA_THRESHOLD if Source(source) in (Source.WEB, Source.TOOL) else THRESHOLD
+
+
+def judge(text: str, source: Source | str = Source.USER) -> GuardVerdict | None:
+    """Quarantine when the findings add up to ``threshold(source)``; None (allow) otherwise."""
     findings = scan(text)
     total = sum(f.weight for f in findings)
-    if total < THRESHOLD:
+    if total < threshold(source):
         return None
     parts = [f"{f.label} ({f.layer}: '{f.evidence}')" if f.layer != "text" else f"{f.label} ('{f.evidence}')"
              for f in findings[:3]]
@@ -245,4 +284,4 @@ def judge(text: str) -> GuardVerdict | None:
 def portamem_guard(record: MemoryRecord, context: WriteContext) -> GuardVerdict | None:
     """Scan the content and the summary as written (before redaction), so encoded payloads are seen."""
     text = record.content if not record.summary else f"{record.content}\n{record.summary}"
-    return judge(text)
+    return judge(text, context.source)
