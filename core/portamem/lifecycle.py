@@ -57,7 +57,9 @@ def maintain(
 
 def consolidate(mem: Memory, pool: list[MemoryRecord], *, now: datetime) -> list[tuple[str, list[str]]]:
     """Merge duplicates (``portamem.dedupe.is_duplicate``) into the newest of each group."""
-    records = [r for r in pool if r.embedding is not None and r.embedding_model == mem.embedder.name]
+    # a keyed memory is its key's value, never merged away (portamem.keys)
+    records = [r for r in pool if r.key is None and r.embedding is not None
+               and r.embedding_model == mem.embedder.name]
     records.sort(key=lambda r: r.created_at, reverse=True)
     if len(records) < 2:
         return []

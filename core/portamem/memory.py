@@ -45,6 +45,7 @@ from .explain import Explanation, RetrievalLog
 from .explain import explain as explain_record
 from .privacy import redact_turn, reveal
 from .vault import Vault, load_private_key
+from .keys import KeyedMemory, Namespace
 from .lifecycle import MaintenanceReport, maintain
 from .pipeline import WriteContext
 from .plugins import Hooks, get_plugin_manager
@@ -71,7 +72,7 @@ def _async_twin(method: Callable[..., _T]) -> Callable[..., Any]:
     return twin
 
 
-class Memory:
+class Memory(KeyedMemory):
     """Portable long-term memory for one store. Every call is scoped by ``user_id`` (and tenant)."""
 
     def __init__(
@@ -313,8 +314,14 @@ class Memory:
         metadata: Mapping[str, Any] | None = None,
         created_at: datetime | None = None,
         tenant_id: str | None = None,
+        key: str | None = None,
+        key_namespace: Namespace = (),
     ) -> MemoryRecord:
-        """Store one memory. When this returns, the record is committed and survives a crash."""
+        """Store one memory. When this returns, the record is committed and survives a crash.
+
+        With a ``key`` the write is an atomic upsert of ``(key_namespace, key)``: the returned record is
+        the key's one row (its id kept across overwrites), never merged by dedupe (``portamem.keys``).
+        """
         draft = MemoryDraft(
             content=content,
             type=type,
@@ -329,6 +336,8 @@ class Memory:
             entities=entities,
             metadata=dict(metadata or {}) if isinstance(metadata, Mapping) or metadata is None else metadata,  # type: ignore[arg-type]
             created_at=created_at,
+            key=key,
+            key_namespace=key_namespace,  # type: ignore[arg-type]
         )
         return self.save_memories([draft], user_id=user_id, tenant_id=tenant_id)[0]
 
@@ -645,7 +654,7 @@ class Memory:
                 kind=old.kind, summary=None if content is not None else old.summary,
                 entities=None if content is not None else old.entities,
                 metadata=dict(old.metadata if metadata is None else metadata),  # type: ignore[arg-type]
-                created_at=old.created_at,
+                created_at=old.created_at, key=old.key, key_namespace=old.key_namespace or (),
             )
             record = build_record(self, draft, user_id=user_id, tenant_id=tenant_id)
             prepare(self, draft, record, explicit=True)

@@ -129,6 +129,9 @@ class MemoryRecord:
     superseded_by: str | None = None
     deleted_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: a keyed memory's namespace (labels joined by ".", "" for the root) and key; None for unkeyed ones
+    key_namespace: str | None = None
+    key: str | None = None
 
     def to_dict(self, *, include_embedding: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -25,7 +25,7 @@ from .text import tokenize
 
 __all__ = ["RecordStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 md = sa.MetaData()
 
@@ -64,7 +64,11 @@ memories = sa.Table(
     sa.Column("metadata", sa.JSON, nullable=False),
     # 0 while the vector index may not reflect this row yet (a transactional outbox)
     sa.Column("indexed", sa.Integer, nullable=False, default=0),
+    # keyed memories (portamem.keys): NULL key for unkeyed ones, which the unique index never compares
+    sa.Column("key_namespace", sa.String(1024)),
+    sa.Column("key", sa.String(256)),
     sa.Index("ix_memories_scope", "tenant_id", "user_id", "status", "type"),
+    sa.Index("ux_memories_key", "tenant_id", "user_id", "key_namespace", "key", unique=True),
     sa.Index("ix_memories_created", "tenant_id", "user_id", "created_at"),
     sa.Index("ix_memories_unindexed", "indexed"),
 )
@@ -214,6 +218,8 @@ def record_row(record: MemoryRecord) -> dict[str, Any]:
         "superseded_by": record.superseded_by,
         "deleted_at": _ts(record.deleted_at),
         "metadata": dict(record.metadata),
+        "key_namespace": record.key_namespace,
+        "key": record.key,
     }
 
 
@@ -249,6 +255,8 @@ def row_record(row: Any) -> MemoryRecord:
         superseded_by=m["superseded_by"],
         deleted_at=_dt(m["deleted_at"]),
         metadata=dict(m["metadata"] or {}),
+        key_namespace=m["key_namespace"],
+        key=m["key"],
     )
 
 
@@ -256,6 +264,17 @@ def fts_match_expression(tokens: Iterable[str]) -> str | None:
     """An FTS5 MATCH string that ORs the tokens, each quoted as a phrase (so no query syntax leaks in)."""
     quoted = ['"' + t.replace('"', '""') + '"' for t in dict.fromkeys(tokens) if t]
     return " OR ".join(quoted) if quoted else None
+
+
+def _dialect_insert(engine: Engine) -> Any:
+    """The dialect's INSERT construct, the one that offers ``on_conflict_do_update``."""
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -293,14 +312,26 @@ class RecordStore:
                     conn.execute(meta_t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
                 elif int(version) > SCHEMA_VERSION:
                     raise StoreOpenError(f"store schema {version} is newer than this portamem ({SCHEMA_VERSION})")
-                elif int(version) < 2:
-                    self._rebuild_keyword_df(conn)
-                    conn.execute(meta_t.update().where(meta_t.c.key == "schema_version").values(value="2"))
+                elif int(version) < SCHEMA_VERSION:
+                    self._migrate(conn, int(version))
         except StoreOpenError:
             raise
         except (sa.exc.SQLAlchemyError, OSError) as exc:
             raise StoreOpenError(f"cannot open record store {url}: {exc}") from exc
         self._write_lock = threading.RLock()
+
+    def _migrate(self, conn: Connection, version: int) -> None:
+        """Bring a store of an older schema up to ``SCHEMA_VERSION``, step by step, in the open transaction."""
+        if version < 2:
+            self._rebuild_keyword_df(conn)
+        if version < 3:  # keyed memories
+            have = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(memories)")}
+            for name, kind in (("key_namespace", "VARCHAR(1024)"), ("key", "VARCHAR(256)")):
+                if name not in have:
+                    conn.exec_driver_sql(f'ALTER TABLE memories ADD COLUMN "{name}" {kind}')
+            conn.exec_driver_sql('CREATE UNIQUE INDEX IF NOT EXISTS ux_memories_key '
+                                 'ON memories (tenant_id, user_id, key_namespace, "key")')
+        conn.execute(meta_t.update().where(meta_t.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -328,6 +359,33 @@ class RecordStore:
         for record in records:
             pk = conn.execute(memories.insert().values(indexed=0, **record_row(record))).inserted_primary_key[0]
             self._write_derived(conn, pk, record)
+
+    def upsert_keyed(self, conn: Connection, record: MemoryRecord) -> bool:
+        """Write a keyed record as the one row of its key: insert it, or overwrite the row that holds the key.
+
+        One statement (``INSERT ... ON CONFLICT DO UPDATE`` on the unique key index), so two writers of
+        one key can never leave two rows. An overwrite keeps the row's id, ``created_at`` and counters;
+        ``record`` takes them. Returns whether a row was overwritten.
+        """
+        row = record_row(record)
+        stmt = _dialect_insert(self.engine)(memories).values(indexed=0, **row)
+        kept = {"memory_id", "tenant_id", "user_id", "key_namespace", "key", "created_at", "access_count",
+                "last_accessed_at", "frequency", "supersedes"}
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["tenant_id", "user_id", "key_namespace", "key"],
+            set_={**{name: stmt.excluded[name] for name in row if name not in kept}, "indexed": 0},
+        ).returning(memories.c.pk, memories.c.memory_id, memories.c.created_at, memories.c.access_count,
+                    memories.c.last_accessed_at, memories.c.frequency)
+        got = conn.execute(stmt).one()
+        replaced = got.memory_id != record.memory_id
+        if replaced:
+            record.memory_id, record.created_at = got.memory_id, _dt(got.created_at)  # type: ignore[assignment]
+            record.access_count, record.frequency = got.access_count, got.frequency
+            record.last_accessed_at = _dt(got.last_accessed_at)
+            conn.execute(entities_t.delete().where(entities_t.c.pk == got.pk))
+            self._drop_keywords(conn, got.pk)
+        self._write_derived(conn, got.pk, record)
+        return replaced
 
     def _write_derived(self, conn: Connection, pk: int, record: MemoryRecord) -> None:
         if record.entities:
@@ -423,6 +481,31 @@ class RecordStore:
         if f.min_importance is not None:
             clauses.append(c.importance >= f.min_importance)
         return clauses
+
+    def get_by_key(self, tenant_id: str, user_id: str, key_namespace: str, key: str) -> MemoryRecord | None:
+        """The row of a key, whatever its status."""
+        q = sa.select(memories).where(*self._scope(tenant_id, user_id), memories.c.key_namespace == key_namespace,
+                                      memories.c.key == key)
+        with self.engine.connect() as conn:
+            row = conn.execute(q).first()
+        return None if row is None else row_record(row)
+
+    def list_keyed(
+        self, tenant_id: str, user_id: str, prefix: str, filters: SearchFilters,
+        *, limit: int | None = None, offset: int = 0,
+    ) -> list[MemoryRecord]:
+        """Keyed rows whose namespace is ``prefix`` or below it (whole labels), in write order."""
+        c = memories.c
+        q = sa.select(memories).where(*self._scope(tenant_id, user_id), c.key.is_not(None),
+                                      *self._filter_clauses(filters))
+        if prefix:  # "a.b" and "a.b.*": a range over the index ("/" sorts right after ".")
+            q = q.where(sa.or_(c.key_namespace == prefix,
+                               sa.and_(c.key_namespace > prefix + ".", c.key_namespace < prefix + "/")))
+        q = q.order_by(c.pk).offset(offset)
+        if limit is not None:
+            q = q.limit(limit)
+        with self.engine.connect() as conn:
+            return [row_record(r) for r in conn.execute(q)]
 
     def get(self, tenant_id: str, user_id: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         out: dict[str, MemoryRecord] = {}

@@ -164,7 +164,8 @@ def review(mem: Memory, records: Sequence[MemoryRecord],
     for record in todo:
         scope = (record.tenant_id, record.user_id)
         if scope not in pending_by_user:
-            pending_by_user[scope] = mem.store.list(*scope, SearchFilters(statuses=(Status.PENDING,)))
+            pending_by_user[scope] = [p for p in mem.store.list(*scope, SearchFilters(statuses=(Status.PENDING,)))
+                                      if p.key is None]  # a keyed memory is never another's sighting
         match = _pending_match(record, pending_by_user[scope], threshold)
         if match is not None:  # a contradiction ends by a person or a high-trust source, not by repetition
             ends = match.metadata["trust"]["pending"] == "low trust" or record.trust is Trust.HIGH

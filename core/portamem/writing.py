@@ -13,6 +13,7 @@ import numpy as np
 from . import trust
 from .dedupe import is_duplicate
 from .errors import ValidationError
+from .keys import check_key, join_namespace
 from .pipeline import WriteContext
 from .privacy import redact_record
 from .records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, importance_band, utcnow
@@ -50,6 +51,9 @@ class MemoryDraft:
     entities: list[str] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
+    #: a key makes the write an upsert of (key_namespace, key): see ``portamem.keys``
+    key: str | None = None
+    key_namespace: str | tuple[str, ...] | list[str] = ()
 
 
 def build_record(
@@ -84,6 +88,8 @@ def build_record(
         raise ValidationError("summary must be a string")
     if draft.created_at is not None and not isinstance(draft.created_at, datetime):
         raise ValidationError("created_at must be a datetime")
+    key = None if draft.key is None else check_key(draft.key, max_chars=mem.settings.max_id_chars)
+    key_namespace = None if key is None else join_namespace(draft.key_namespace)
     now = utcnow()
     created = draft.created_at or now
     if created.tzinfo is None:
@@ -106,6 +112,8 @@ def build_record(
         source=source,
         trust=trust,
         metadata=metadata,
+        key_namespace=key_namespace,
+        key=key,
     )
 
 
@@ -119,16 +127,20 @@ def write(
     if not records:
         return []
     mem._attach_embeddings(records)
+    # keyed records: an upsert of their key, never reviewed or deduped by similarity (portamem.keys)
+    keyed = [r for r in records if r.key is not None]
+    unkeyed = [r for r in records if r.key is None]
     with mem._lock:
         # one neighbour look-up serves the trust review and the dedupe
-        active = [r for r in records if r.status is Status.ACTIVE]
+        active = [r for r in unkeyed if r.status is Status.ACTIVE]
         near = mem.index.nearest(active, k=trust.NEIGHBOURS) if active else {}
-        seen_again = trust.review(mem, records, near)
+        seen_again = trust.review(mem, unkeyed, near)
         for c in seen_again:
             mem._replaced[id(c.by)] = c.pending
-        new, merged = dedupe(mem, [r for r in records if id(r) not in mem._replaced], near)
+        new, merged = dedupe(mem, [r for r in unkeyed if id(r) not in mem._replaced], near)
         with mem.store.transaction() as conn:
             mem.store.insert(conn, new)
+            overwrote = {id(r): mem.store.upsert_keyed(conn, r) for r in keyed}
             trust.apply_confirmations(mem, conn, seen_again)
             for existing, duplicate in merged:
                 mem.store.update_fields(
@@ -140,17 +152,24 @@ def write(
                 )
             mem.store.audit_many(
                 conn,
-                [{"action": "save", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
-                  "detail": {"type": r.type.value, "source": r.source.value, "session_id": r.session_id,
-                             "status": r.status.value, **({"guard": r.metadata["guard"]} if "guard" in r.metadata else {})}}
-                 for r in new]
+                [_save_row(r) for r in new]
+                + [_save_row(r, key=[r.key_namespace, r.key], overwrote=overwrote[id(r)]) for r in keyed]
                 + [{"action": "dedupe", "tenant_id": e.tenant_id, "user_id": e.user_id, "memory_id": e.memory_id,
                     "detail": {"frequency": e.frequency, "session_id": d.session_id, "source": d.source.value}}
                    for e, d in merged],
             )
-        mem._index_records(new + [e for e, _ in merged] + [c.pending for c in seen_again])
+        # the last write of a key in the batch is its row's content
+        last_keyed = list({r.memory_id: r for r in keyed}.values())
+        mem._index_records(new + last_keyed + [e for e, _ in merged] + [c.pending for c in seen_again])
     out = [mem._replaced.pop(id(r), r) for r in records]
     return out
+
+
+def _save_row(r: MemoryRecord, **extra: Any) -> dict[str, Any]:
+    detail = {"type": r.type.value, "source": r.source.value, "session_id": r.session_id, "status": r.status.value,
+              **({"guard": r.metadata["guard"]} if "guard" in r.metadata else {}), **extra}
+    return {"action": "save", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
+            "detail": detail}
 
 
 def write_context(
@@ -213,8 +232,8 @@ def dedupe(
         if record.status is Status.ACTIVE and mem.settings.dedupe:
             target = next(
                 (stored[h.memory_id] for h in nearest.get(record.memory_id, [])
-                 if h.memory_id in stored and is_duplicate(record.content, stored[h.memory_id].content,
-                                                           h.score, threshold)),
+                 if h.memory_id in stored and stored[h.memory_id].key is None  # keyed: never a dedupe target
+                 and is_duplicate(record.content, stored[h.memory_id].content, h.score, threshold)),
                 None,
             )
             if target is None:  # a duplicate earlier in the same batch
