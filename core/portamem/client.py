@@ -218,12 +218,14 @@ class RemoteMemory:
         trust: Trust | str | None = None, session_id: str | None = None, agent_id: str | None = None,
         kind: str | None = None, summary: str | None = None, entities: list[str] | None = None,
         metadata: Mapping[str, Any] | None = None, created_at: datetime | None = None, tenant_id: str | None = None,
+        key: str | None = None, key_namespace: str | Sequence[str] = (),
     ) -> _Call:
         """Store one memory; the server answers once it is committed."""
         self._tenant(tenant_id)
         fields = {"type": type, "importance": importance, "half_life_days": half_life_days, "source": source,
                   "trust": trust, "session_id": session_id, "agent_id": agent_id, "kind": kind, "summary": summary,
-                  "entities": entities, "metadata": metadata, "created_at": created_at}
+                  "entities": entities, "metadata": metadata, "created_at": created_at, "key": key,
+                  "key_namespace": list(key_namespace) if not isinstance(key_namespace, str) else key_namespace}
         body = {"content": content, "user_id": user_id, **{k: _jsonable(v) for k, v in fields.items() if v is not None}}
         return _Call("POST", "/v1/memories", body, decode=wire.load_record)
 

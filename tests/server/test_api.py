@@ -119,3 +119,11 @@ async def test_async_twins(remote: RemoteMemory, user: str) -> None:
     await remote.aadd_turn("hello", "hi", user_id=user)
     assert [t.user for t in await remote.acontext(user_id=user)] == ["hello"]
     assert await remote.aforget_memory([saved.memory_id], user_id=user) == [saved.memory_id]
+
+
+def test_keyed_writes_over_http_upsert_one_key(remote: RemoteMemory, user: str) -> None:
+    first = remote.save_memory("Feature A is active.", user_id=user, key="a", key_namespace=("features",))
+    twin = remote.save_memory("Feature A is active.", user_id=user, key="b", key_namespace="features")
+    again = remote.save_memory("Feature A is off.", user_id=user, key="a", key_namespace=["features"])
+    assert twin.memory_id != first.memory_id and again.memory_id == first.memory_id
+    assert (again.key_namespace, again.key, again.content) == ("features", "a", "Feature A is off.")
