@@ -16,7 +16,7 @@ from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from pydantic import ConfigDict  # noqa: E402
 
-from portamem import Memory, SearchHit  # noqa: E402
+from portamem import Memory, RemoteMemory, SearchHit  # noqa: E402
 from portamem.errors import ValidationError  # noqa: E402
 
 __all__ = ["PortamemRetriever", "hit_to_document"]
@@ -46,7 +46,8 @@ class PortamemRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    memory: Memory
+    #: an embedded store, or a server's (``RemoteMemory``)
+    memory: Memory | RemoteMemory
     user_id: str
     tenant_id: str | None = None
     k: int | None = None

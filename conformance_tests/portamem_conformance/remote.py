@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 import signal
 import subprocess
@@ -192,3 +193,31 @@ class RemoteDriver:
 
     async def ahistory(self, handle: Any) -> list[tuple[str, str]]:
         return await self.base.ahistory(handle)
+
+
+def _main() -> None:
+    """A child of the cross-process matrix: write through one adapter, wait to read everyone's through it.
+
+    Reads one JSON job on stdin (``base``, ``path``, ``scope``, ``remember``, ``expect``,
+    ``query``, ``timeout``) and prints what it recalled as JSON.
+    """
+    job = json.loads(sys.stdin.read())
+    driver = RemoteDriver(_load(job["base"]))
+    handle = driver.open(Path(job["path"]), **job["scope"])
+    try:
+        for text in job["remember"]:
+            driver.remember(handle, text)
+        deadline = time.monotonic() + float(job.get("timeout", 120))
+        expect = set(job["expect"])
+        while not expect <= set(seen := driver.recall(handle, "what do you know about me", k=len(expect) + 2)):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{driver.name} never saw {sorted(expect - set(seen))}")
+            time.sleep(0.2)
+        out = {"adapter": driver.base.name, "recall": driver.recall(handle, job["query"], 1)}
+    finally:
+        driver.close(handle)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    _main()
