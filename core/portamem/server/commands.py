@@ -152,7 +152,7 @@ def _add_mcp(p: argparse.ArgumentParser) -> None:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """An MCP server (stdio or streamable HTTP) with save/search/forget/explain tools for one user."""
-    from .mcp import run_mcp
+    from .mcp_tools import run_mcp
 
     from .. import cli
 

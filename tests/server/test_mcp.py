@@ -1,0 +1,47 @@
+"""The MCP tools through the mcp client, in process: save, search, explain, forget, errors, user scope."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+
+from portamem import Memory  # noqa: E402
+from portamem.server.mcp_tools import build_mcp  # noqa: E402
+
+
+def payload(result: object) -> dict:
+    assert not result.is_error, result  # type: ignore[attr-defined]
+    data = result.structured_content  # type: ignore[attr-defined]
+    if isinstance(data, dict) and set(data) == {"result"}:
+        data = data["result"]
+    return data if isinstance(data, dict) else json.loads(result.content[0].text)  # type: ignore[attr-defined]
+
+
+async def test_the_tools_save_search_explain_and_forget_for_one_user(memory: Memory) -> None:
+    memory.save_memory("Bob's flight lands at 9pm.", user_id="bob")
+    async with Client(build_mcp(memory, user_id="alice")) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"save_memory", "search_memory", "forget_memory", "explain_memory"}
+        saved = payload(await client.call_tool("save_memory", {"content": "我对花生过敏。I am allergic to peanuts."}))
+        assert saved["status"] == "active"
+        found = payload(await client.call_tool("search_memory", {"query": "peanuts", "top_k": 3}))
+        assert [m["memory_id"] for m in found["memories"]] == [saved["memory_id"]]
+        assert saved["memory_id"] in found["prompt"]
+        # the tools act for alice only: bob's memory is never found, nor reachable by id
+        flight = payload(await client.call_tool("search_memory", {"query": "When does the flight land?"}))
+        assert [m["memory_id"] for m in flight["memories"]] in ([], [saved["memory_id"]])
+        why = payload(await client.call_tool("explain_memory", {"memory_id": saved["memory_id"]}))
+        assert why["user_id"] == "alice" and why["written_by"] == "saved through the API"
+        gone = payload(await client.call_tool("forget_memory", {"memory_id": saved["memory_id"]}))
+        assert gone["forgotten"] == [saved["memory_id"]]
+        assert payload(await client.call_tool("search_memory", {"query": "peanuts"}))["memories"] == []
+        missing = await client.call_tool("explain_memory", {"memory_id": "0" * 32})
+        assert missing.is_error and "no memory" in missing.content[0].text
+        blank = await client.call_tool("save_memory", {"content": "   "})
+        assert blank.is_error
+    assert [r.content for r in memory.list_memories(user_id="alice")] == []
