@@ -86,7 +86,7 @@ class ListRequest(_Body):
     user_id: str = UserId
     filters: dict[str, Any] | None = None
     limit: int | None = Field(default=None, ge=1, le=10_000)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=2**53)
 
 
 class UserRequest(_Body):
