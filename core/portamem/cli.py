@@ -254,11 +254,15 @@ def _add_import(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
     p.add_argument("--on-conflict", choices=["error", "skip", "replace"], default="error")
     p.add_argument("--into-tenant", help="import into this tenant instead of the one in the file")
+    p.add_argument("--trusted", action="store_true",
+                   help="a restore of your own backup: keep the file's source, trust and status "
+                        "(the guard and PII redaction still apply)")
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     with _open(args) as mem:
-        n = mem.import_(args.file, tenant_id=args.into_tenant, on_conflict=args.on_conflict, progress=_progress)
+        n = mem.import_(args.file, tenant_id=args.into_tenant, on_conflict=args.on_conflict, progress=_progress,
+                       trusted=args.trusted)
     print(f"imported {n} memories")
     return 0
 

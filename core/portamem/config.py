@@ -56,8 +56,18 @@ class Settings:
     #: or ``st:<path-or-name>`` for any sentence-transformers model
     embedder: str = "multilingual-e5-small-q4"
     tenant_id: str = "default"
+    #: bounds of caller input (``portamem.validation``): longer or bigger values are refused with a
+    #: ValidationError before anything is written
     max_content_chars: int = 8000
     max_id_chars: int = 256
+    max_summary_chars: int = 2000
+    #: metadata of a memory or a turn, as UTF-8 JSON
+    max_metadata_bytes: int = 1_000_000
+    max_metadata_depth: int = 16
+    max_entities: int = 64
+    max_entity_chars: int = 256
+    #: the largest top_k a search accepts
+    max_top_k: int = 1000
     #: working window size, in turns (a user message plus the reply)
     window_turns: int = 8
     top_k: int = 5
@@ -93,6 +103,13 @@ class Settings:
     def __post_init__(self) -> None:
         if self.max_content_chars < 1 or self.window_turns < 0 or self.top_k < 1:
             raise ConfigError("max_content_chars and top_k must be >= 1, window_turns >= 0")
+        bounds = ("max_id_chars", "max_summary_chars", "max_metadata_bytes", "max_metadata_depth", "max_entities",
+                  "max_entity_chars", "max_top_k")
+        if any(isinstance(getattr(self, b), bool) or not isinstance(getattr(self, b), int) or getattr(self, b) < 1
+               for b in bounds):
+            raise ConfigError(f"{', '.join(bounds)} must be integers >= 1")
+        if self.top_k > self.max_top_k:
+            raise ConfigError(f"top_k ({self.top_k}) must not exceed max_top_k ({self.max_top_k})")
         if not 0.0 < self.dedupe_threshold <= 1.0:
             raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
         if any(not isinstance(w, (int, float)) or w < 0 for w in self.weights.values()):

@@ -51,7 +51,8 @@ class RetrievalLog:
     def record(self, query: str, hits: Sequence[SearchHit], ctx: WriteContext) -> None:
         if not hits:
             return
-        text, _ = self.hooks.redact(query[:500], ctx)
+        text, _ = self.hooks.redact(query, ctx)  # redacted whole: a cut first could split a number
+        text = text[:500]
         now, search_id = time.time(), uuid.uuid4().hex
         rows = [{"ts": now, "search_id": search_id, "tenant_id": ctx.tenant_id, "user_id": ctx.user_id,
                  "memory_id": h.memory_id, "rank": rank, "score": float(h.score), "query": text}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import NotFoundError, ValidationError
 from .filters import SearchFilters
 from .records import MemoryRecord, Status
+from .validation import check_text
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -44,8 +45,9 @@ def join_namespace(namespace: Any, *, max_chars: int = 1024) -> str:
             raise ValidationError(f"namespace labels must be strings, got {type(label).__name__}")
         if not label:
             raise ValidationError(f"namespace {namespace!r} has an empty label")
-        if SEPARATOR in label or "\x00" in label:
-            raise ValidationError(f"namespace label {label!r} must not contain {SEPARATOR!r} or NUL")
+        if SEPARATOR in label:
+            raise ValidationError(f"namespace label {label!r} must not contain {SEPARATOR!r}")
+        check_text("a namespace label", label, allow_blank=True)
     joined = SEPARATOR.join(labels)
     if len(joined) > max_chars:
         raise ValidationError(f"key namespace is longer than {max_chars} characters")
@@ -58,15 +60,9 @@ def split_namespace(stored: str) -> tuple[str, ...]:
 
 
 def check_key(key: Any, *, max_chars: int) -> str:
-    if not isinstance(key, str):
-        raise ValidationError(f"key must be a string, got {type(key).__name__}")
-    if not key:
+    if isinstance(key, str) and not key:
         raise ValidationError("key must not be empty")
-    if len(key) > max_chars:
-        raise ValidationError(f"key is longer than {max_chars} characters")
-    if "\x00" in key:
-        raise ValidationError("key must not contain NUL characters")
-    return key
+    return check_text("key", key, limit=max_chars, allow_blank=True)
 
 
 class KeyedMemory:
@@ -96,7 +92,7 @@ class KeyedMemory:
         """One user's keyed memories in ``key_namespace`` or below it, in write order (active unless ``filters``)."""
         self._check_open()
         user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        tenant_id = self._tenant(tenant_id)
         prefix = join_namespace(key_namespace)
         return self.store.list_keyed(tenant_id, user_id, prefix, SearchFilters.coerce(filters),
                                      limit=limit, offset=offset)
@@ -104,13 +100,13 @@ class KeyedMemory:
     def user_ids(self: Memory, *, tenant_id: str | None = None) -> list[str]:
         """The users of a tenant that hold memories, for tenant-wide (administrative) tooling."""
         self._check_open()
-        return self.store.user_ids(self._check_id("tenant_id", tenant_id or self.tenant_id))
+        return self.store.user_ids(self._tenant(tenant_id))
 
     def _keyed(self: Memory, key: str, *, user_id: str, key_namespace: Namespace,
                tenant_id: str | None) -> MemoryRecord | None:
         self._check_open()
         user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        tenant_id = self._tenant(tenant_id)
         return self.store.get_by_key(tenant_id, user_id, join_namespace(key_namespace),
                                      check_key(key, max_chars=self.settings.max_id_chars))
 

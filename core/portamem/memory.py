@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import sys
 import threading
@@ -18,13 +17,7 @@ import pluggy
 
 from .config import Settings
 from .embeddings import Embedder, get_embedder
-from .errors import (
-    ContentTooLongError,
-    EmbeddingModelMismatchError,
-    NotFoundError,
-    StoreError,
-    ValidationError,
-)
+from .errors import EmbeddingModelMismatchError, NotFoundError, StoreError, ValidationError
 from .filters import SearchFilters
 from .records import (
     MemoryRecord,
@@ -51,6 +44,7 @@ from .pipeline import WriteContext
 from .plugins import Hooks, get_plugin_manager
 from .portable import export_jsonl, import_jsonl
 from .store import RecordStore
+from . import validation as check
 from .vectors import MilvusVectorIndex
 from .window import capture, episode
 from .writing import MemoryDraft, build_record, prepare, write
@@ -90,7 +84,7 @@ class Memory(KeyedMemory):
         if path is not None:
             settings = settings.replace(path=str(path))
         self.settings = settings
-        self.tenant_id = self._check_id("tenant_id", tenant_id or settings.tenant_id)
+        self.tenant_id = check.check_id(settings, "tenant_id", settings.tenant_id if tenant_id is None else tenant_id)
         self.embedder = embedder or get_embedder(settings.embedder)
         self.plugins = plugins if plugins is not None else get_plugin_manager()
         self.hooks = Hooks(self.plugins)
@@ -147,38 +141,22 @@ class Memory(KeyedMemory):
             raise StoreError("this Memory is closed")
 
     # ------------------------------------------------------------------ validation
+    # thin wrappers over ``portamem.validation`` for the write path and plugins that call them
     def _check_id(self, name: str, value: Any, *, optional: bool = False) -> Any:
-        if value is None and optional:
-            return None
-        if not isinstance(value, str):
-            raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-        if not value.strip():
-            raise ValidationError(f"{name} must not be empty")
-        if len(value) > self.settings.max_id_chars:
-            raise ValidationError(f"{name} is longer than {self.settings.max_id_chars} characters")
-        if "\x00" in value:
-            raise ValidationError(f"{name} must not contain NUL characters")
-        return value
+        return check.check_id(self.settings, name, value, optional=optional)
 
     def _check_content(self, content: Any) -> str:
-        if not isinstance(content, str):
-            raise ValidationError(f"content must be a string, got {type(content).__name__}")
-        if not content.strip():
-            raise ValidationError("content must not be empty or whitespace")
-        if len(content) > self.settings.max_content_chars:
-            raise ContentTooLongError(
-                f"content has {len(content)} characters; the limit is {self.settings.max_content_chars} "
-                "(Settings.max_content_chars): split it or summarise it first"
-            )
-        if "\x00" in content:
-            raise ValidationError("content must not contain NUL characters")
-        return content
+        return check.check_content(self.settings, content)
 
     @staticmethod
     def _check_unit(name: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-            raise ValidationError(f"{name} must be a number between 0 and 1, got {value!r}")
-        return float(value)
+        return check.check_unit(name, value)
+
+    def _tenant(self, tenant_id: Any) -> str:
+        return check.check_tenant(self.settings, tenant_id, self.tenant_id)
+
+    def _user(self, user_id: Any) -> str:
+        return check.check_id(self.settings, "user_id", user_id)
 
     # ------------------------------------------------------------------ embeddings
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -260,12 +238,17 @@ class Memory(KeyedMemory):
         self.index.flush()
 
     def reindex(self, *, progress: ProgressFactory | None = None) -> int:
-        """Rebuild the vector index from the records (re-embedding any vector of another model)."""
+        """Rebuild the vector index from the records (re-embedding any vector of another model).
+
+        The arguments are checked and the progress bar built before the index is dropped; a bar that
+        fails later is dropped, never the rebuild.
+        """
         self._check_open()
+        progress = check.check_progress(progress)
         with self._lock:
-            self.index.drop()
             total = self.store.count(filters=SearchFilters())
-            bar = progress(total, "reindex") if progress else None
+            bar = check.SafeProgress(progress, total, "reindex")
+            self.index.drop()
             done = 0
             for records in self.store.iter_vectors(batch=256):
                 stale = [r for r in records if r.embedding is None or r.embedding_model != self.embedder.name]
@@ -283,10 +266,8 @@ class Memory(KeyedMemory):
                             )
                 self.index.upsert(records)
                 done += len(records)
-                if bar is not None:
-                    bar.update(len(records))
-            if bar is not None:
-                bar.close()
+                bar.update(len(records))
+            bar.close()
             with self.store.transaction() as conn:
                 self.store.set_meta(conn, "embedder", self.embedder.name)
                 self.store.audit(conn, "reindex", tenant_id=self.tenant_id, user_id=None, detail={"records": done})
@@ -334,7 +315,7 @@ class Memory(KeyedMemory):
             kind=kind,
             summary=summary,
             entities=entities,
-            metadata=dict(metadata or {}) if isinstance(metadata, Mapping) or metadata is None else metadata,  # type: ignore[arg-type]
+            metadata=metadata,  # type: ignore[arg-type]
             created_at=created_at,
             key=key,
             key_namespace=key_namespace,  # type: ignore[arg-type]
@@ -350,8 +331,10 @@ class Memory(KeyedMemory):
     ) -> list[MemoryRecord]:
         """Store several memories in one transaction (all or none), embedding them in one batch."""
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        if isinstance(drafts, (str, bytes, Mapping)) or not isinstance(drafts, Iterable):
+            raise ValidationError(f"drafts must be a list of MemoryDraft, mappings or strings, got {type(drafts).__name__}")
         items: list[MemoryDraft] = []
         for d in drafts:
             if isinstance(d, MemoryDraft):
@@ -365,6 +348,10 @@ class Memory(KeyedMemory):
                     raise ValidationError(f"bad memory fields: {exc}") from exc
             else:
                 raise ValidationError(f"each memory must be a MemoryDraft, mapping or string, got {type(d).__name__}")
+        items = [check.check_draft(self.settings, d) for d in items]
+        for d in items:
+            check.check_opaque_ids(self.hooks, self.settings, tenant_id, user_id,
+                                   session_id=d.session_id, agent_id=d.agent_id)
         return write(self, items, user_id=user_id, tenant_id=tenant_id, explicit=True)
 
     # ------------------------------------------------------------------ read
@@ -392,26 +379,26 @@ class Memory(KeyedMemory):
         (to stderr, or to the stream given); ``trace`` collects the same as ``TraceEntry`` objects.
         """
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query must be a non-empty string")
-        if len(query) > self.settings.max_content_chars:
-            raise ContentTooLongError(f"query is longer than {self.settings.max_content_chars} characters")
-        k = self.settings.top_k if top_k is None else top_k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValidationError(f"top_k must be a positive integer, got {top_k!r}")
-        f = SearchFilters.coerce(filters)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        query = check.check_query(self.settings, query)
+        k = check.check_top_k(self.settings, top_k)
+        f = check.check_filters(self.settings, filters)
         if Status.QUARANTINED in f.statuses:
             raise ValidationError(
                 "quarantined memories are never searched or recalled; review them with "
                 "list_memories(filters={'statuses': ['quarantined']}) or audit_scan(include_quarantined=True)"
             )
-        now = now or utcnow()
+        now = check.check_datetime("now", now) or utcnow()
         s = self.settings
-        if weights is not None:
-            s.replace(weights=dict(weights))  # validates them
-        window = [t for t in shown if isinstance(t, str) and t.strip()]
+        sources = check.check_sources(sources, SOURCES)
+        weights = check.check_weights(weights)
+        window_session = check.check_id(s, "window_session", window_session, optional=True)
+        window = [t for t in check.check_texts("shown", shown) if t.strip()]
+        if trace is not None and not isinstance(trace, list):
+            raise ValidationError(f"trace must be a list or None, got {type(trace).__name__}")
+        if not isinstance(debug, bool) and not callable(getattr(debug, "write", None)):
+            raise ValidationError(f"debug must be True, False or a text stream, got {type(debug).__name__}")
         if window_session is not None:
             for turn in self.context(user_id=user_id, session_id=window_session, tenant_id=tenant_id):
                 window.append(f"{turn.user}\n{turn.assistant}")
@@ -446,9 +433,9 @@ class Memory(KeyedMemory):
 
     def get_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
-        self._check_id("memory_id", memory_id)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        check.check_id(self.settings, "memory_id", memory_id)
         found = self.store.get(tenant_id, user_id, [memory_id])
         if memory_id not in found:
             raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r} in tenant {tenant_id!r}")
@@ -465,9 +452,12 @@ class Memory(KeyedMemory):
     ) -> list[MemoryRecord]:
         """One user's memories in insertion order (active only unless ``filters`` says otherwise)."""
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
-        return self.store.list(tenant_id, user_id, SearchFilters.coerce(filters), limit=limit, offset=offset)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        f = check.check_filters(self.settings, filters)
+        limit = check.check_int("limit", limit, 0, optional=True)
+        offset = check.check_int("offset", offset, 0)
+        return self.store.list(tenant_id, user_id, f, limit=limit, offset=offset)
 
     def history(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> list[dict[str, Any]]:
         """The audit trail of one memory: when and how it was written, changed and removed."""
@@ -476,10 +466,7 @@ class Memory(KeyedMemory):
 
     # ------------------------------------------------------------------ change
     def _owned(self, memory_ids: Sequence[str], user_id: str, tenant_id: str) -> dict[str, MemoryRecord]:
-        if isinstance(memory_ids, str) or not isinstance(memory_ids, Sequence):
-            raise ValidationError("memory ids must be a list of strings")
-        for mid in memory_ids:
-            self._check_id("memory_id", mid)
+        memory_ids = check.check_memory_ids(self.settings, memory_ids)
         found = self.store.get(tenant_id, user_id, memory_ids)
         missing = [m for m in memory_ids if m not in found]
         if missing:
@@ -491,11 +478,9 @@ class Memory(KeyedMemory):
     ) -> list[str]:
         """Soft-delete memories: they leave search at once and are purged after the grace period."""
         self._check_open()
-        if not isinstance(memory_ids, (str, list, tuple)):
-            raise ValidationError(f"memory ids must be a string or a list of strings, got {type(memory_ids).__name__}")
-        ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        ids = check.check_memory_ids(self.settings, memory_ids, single=True)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
         with self._lock:
             self._owned(ids, user_id, tenant_id)
             return self._soft_delete(ids, user_id=user_id, tenant_id=tenant_id, action="forget", actor=current_actor.get())
@@ -544,15 +529,18 @@ class Memory(KeyedMemory):
                  tenant_id: str | None = None) -> MaintenanceReport:
         """Evict decayed memories (marked, restorable), purge those past the grace period, consolidate."""
         self._check_open()
+        tenant_id = self._tenant(tenant_id)
+        now = check.check_datetime("now", now)
+        if policy is not None:
+            check.check_id(self.settings, "policy", policy)
         with self._lock:
-            return maintain(self, now=now, policy=policy,
-                            tenant_id=self._check_id("tenant_id", tenant_id or self.tenant_id))
+            return maintain(self, now=now, policy=policy, tenant_id=tenant_id)
 
     def restore_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
         """Undo ``forget_memory`` while the record has not been purged yet."""
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
         with self._lock:
             record = self._owned([memory_id], user_id, tenant_id)[memory_id]
             if record.status is not Status.DELETED:
@@ -575,7 +563,9 @@ class Memory(KeyedMemory):
     ) -> int:
         """Hard-delete soft-deleted records whose grace period has passed."""
         self._check_open()
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        tenant_id = self._tenant(tenant_id)
+        older_than = check.check_timedelta("older_than", older_than)
+        now = check.check_datetime("now", now)
         grace = older_than if older_than is not None else timedelta(days=self.settings.grace_days)
         cutoff = ((now or utcnow()) - grace).timestamp()
         with self._lock:
@@ -586,7 +576,7 @@ class Memory(KeyedMemory):
             if not victims:
                 return 0
             with self.store.transaction() as conn:
-                n = self.store.purge(conn, [r.memory_id for r in victims])
+                n = self.store.purge(conn, [r.memory_id for r in victims], tenant_id=tenant_id)
                 self.store.audit_many(
                     conn,
                     [{"action": "purge", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id}
@@ -599,10 +589,9 @@ class Memory(KeyedMemory):
     ) -> MemoryRecord:
         """Reinforce a memory: importance += delta (clamped to 0..1), and count it as accessed now."""
         self._check_open()
-        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not -1.0 <= delta <= 1.0:
-            raise ValidationError(f"delta must be a number between -1 and 1, got {delta!r}")
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        delta = check.check_number("delta", delta, -1.0, 1.0)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
         with self._lock:
             record = self._owned([memory_id], user_id, tenant_id)[memory_id]
             before = record.importance
@@ -641,10 +630,14 @@ class Memory(KeyedMemory):
         the audit log keeps the previous text.
         """
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
         if content is None and metadata is None:
             raise ValidationError("nothing to update: give content, metadata or both")
+        if content is not None:
+            content = check.check_content(self.settings, content)
+        if metadata is not None:
+            metadata = check.check_json(self.settings, "metadata", metadata)
         with self._lock:
             old = self._owned([memory_id], user_id, tenant_id)[memory_id]
             draft = MemoryDraft(
@@ -699,20 +692,12 @@ class Memory(KeyedMemory):
         memories written.
         """
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
-        session_id = self._check_id("session_id", session_id)
-        for name, text in (("user", user), ("assistant", assistant)):
-            if not isinstance(text, str):
-                raise ValidationError(f"{name} message must be a string, got {type(text).__name__}")
-            if len(text) > self.settings.max_content_chars:
-                raise ContentTooLongError(f"{name} message is longer than {self.settings.max_content_chars} characters")
-        if not (user.strip() or assistant.strip()):
-            raise ValidationError("a turn needs a user message or a reply")
-        try:
-            meta = json.loads(json.dumps(dict(metadata or {})))
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"turn metadata must be JSON-serialisable: {exc}") from exc
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        session_id = check.check_id(self.settings, "session_id", session_id)
+        check.check_opaque_ids(self.hooks, self.settings, tenant_id, user_id, session_id=session_id)
+        user, assistant, meta = check.check_turn(self.settings, user, assistant, metadata)
+        created_at = check.check_datetime("created_at", created_at)
         turn = Turn(user=user, assistant=assistant, metadata=meta, created_at=created_at or utcnow())
         with self._lock:
             window = self.store.turns(tenant_id, user_id, session_id)
@@ -741,17 +726,18 @@ class Memory(KeyedMemory):
     def context(self, *, user_id: str, session_id: str = "default", tenant_id: str | None = None) -> list[Turn]:
         """The turns currently in the working window, oldest first."""
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
-        return self.store.turns(tenant_id, user_id, self._check_id("session_id", session_id))
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        return self.store.turns(tenant_id, user_id, check.check_id(self.settings, "session_id", session_id))
 
     def clear_context(self, *, user_id: str, session_id: str | None = None, tenant_id: str | None = None) -> None:
         """Drop the working window (of one session, or all) without writing episodic memory."""
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        session_id = check.check_id(self.settings, "session_id", session_id, optional=True)
         with self.store.transaction() as conn:
-            self.store.clear_turns(conn, tenant_id, user_id, self._check_id("session_id", session_id, optional=True))
+            self.store.clear_turns(conn, tenant_id, user_id, session_id)
 
     # ------------------------------------------------------------------ export / import
     def export(
@@ -774,19 +760,24 @@ class Memory(KeyedMemory):
         tenant_id: str | None = None,
         on_conflict: str = "error",
         progress: ProgressFactory | None = None,
+        trusted: bool = False,
     ) -> int:
         """Read an export back, all or nothing; vectors of another model are recomputed with this one.
 
-        ``on_conflict``: ``"error"`` (an id already here aborts the import), ``"skip"`` or ``"replace"``.
+        ``on_conflict`` decides about ids the same tenant and user already hold: ``"error"`` aborts
+        the import, ``"skip"`` or ``"replace"``. An id another owner holds never touches that owner's
+        record: the imported one gets a fresh id. Every record is guarded and redacted again; the
+        file's source, trust and status count only when ``trusted`` (a restore of one's own backup).
         """
-        return import_jsonl(self, fp, tenant_id=tenant_id, on_conflict=on_conflict, progress=progress)
+        return import_jsonl(self, fp, tenant_id=tenant_id, on_conflict=on_conflict, progress=progress,
+                            trusted=trusted)
 
     # ------------------------------------------------------------------ trust, audit, explanation, reveal
     def confirm_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
         """Activate a PENDING memory (low trust, or contradicting a high-trust one) after review."""
         self._check_open()
-        user_id = self._check_id("user_id", user_id)
-        tenant_id = self._check_id("tenant_id", tenant_id or self.tenant_id)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
         with self._lock:
             return trust.confirm(self, self._owned([memory_id], user_id, tenant_id)[memory_id])
 
@@ -801,8 +792,13 @@ class Memory(KeyedMemory):
         """Memories to review: weight that rose ``factor``-fold within ``window``, low-trust and pending ones."""
         self._check_open()
         if user_id is not None:
-            user_id = self._check_id("user_id", user_id)
-        return audit_scan(self, tenant_id=self._check_id("tenant_id", tenant_id or self.tenant_id), user_id=user_id,
+            user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        since = check.check_datetime("since", since)
+        window = check.check_timedelta("window", window, optional=False)
+        factor = check.check_number("factor", factor, 1.0, 1e9)
+        include_quarantined = check.check_flag("include_quarantined", include_quarantined)
+        return audit_scan(self, tenant_id=tenant_id, user_id=user_id,
                           since=since, window=window, factor=factor, include_quarantined=include_quarantined)
 
     def reveal_memory(
@@ -810,6 +806,12 @@ class Memory(KeyedMemory):
         key_file: str | Path | None = None, tenant_id: str | None = None,
     ) -> dict[str, Any]:
         """The original (unredacted) texts of a memory, opened with the vault's private key; audited."""
+        if private_key is not None and not isinstance(private_key, (str, bytes)):
+            raise ValidationError(f"private_key must be a string or bytes, got {type(private_key).__name__}")
+        if key_file is not None and not isinstance(key_file, (str, Path)):
+            raise ValidationError(f"key_file must be a path, got {type(key_file).__name__}")
+        if isinstance(private_key, str):
+            check.check_text("private_key", private_key, allow_blank=True)
         record = self.get_memory(memory_id, user_id=user_id, tenant_id=tenant_id)
         key = load_private_key(private_key, key_file=key_file, store_path=self.settings.path)
         original = reveal(record, key)

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
+from .validation import check_datetime, check_flag, check_id, check_opaque_ids, check_tenant, check_text
 from .records import MemoryRecord, Turn, from_iso, to_iso
 from .window import episode_draft
 
@@ -58,10 +59,16 @@ class Message:
     native: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.role not in ROLES:
+        if not isinstance(self.role, str) or self.role not in ROLES:
             raise ValidationError(f"message role must be one of {list(ROLES)}, got {self.role!r}")
-        if not isinstance(self.text, str):
-            raise ValidationError(f"message text must be a string, got {type(self.text).__name__}")
+        check_text("message text", self.text, allow_blank=True)
+        for name in ("name", "id", "framework"):
+            if getattr(self, name) is not None:
+                check_text(f"message {name}", getattr(self, name), allow_blank=True)
+        check_datetime("message created_at", self.created_at)
+        check_flag("message calls_tools", self.calls_tools)
+        if not isinstance(self.metadata, dict) or not (self.native is None or isinstance(self.native, dict)):
+            raise ValidationError("message metadata (and native, when given) must be dicts")
 
     @property
     def ends_turn(self) -> bool:
@@ -115,12 +122,20 @@ def turn_messages(turn: Turn) -> list[Message]:
     return out
 
 
-def _check_messages(messages: Iterable[Message]) -> list[Message]:
+def _check_messages(
+    memory: Memory, messages: Iterable[Message], user_id: Any, session_id: Any, tenant_id: Any
+) -> tuple[list[Message], str]:
+    """The messages as a list, once the scope is valid; and the tenant they go to."""
+    check_id(memory.settings, "user_id", user_id)
+    check_id(memory.settings, "session_id", session_id)
+    tenant = check_tenant(memory.settings, tenant_id, memory.tenant_id)
+    if isinstance(messages, (str, bytes, Mapping, Message)) or not isinstance(messages, Iterable):
+        raise ValidationError(f"messages must be a list of portamem.messages.Message, got {type(messages).__name__}")
     items = list(messages)
     for m in items:
         if not isinstance(m, Message):
             raise ValidationError(f"expected portamem.messages.Message, got {type(m).__name__}")
-    return items
+    return items, tenant
 
 
 def add_messages(
@@ -136,7 +151,7 @@ def add_messages(
     Messages up to the last one whose id the window already holds are skipped, so a caller may pass
     a whole transcript again. Returns the trailing messages of a turn not finished yet.
     """
-    items = _check_messages(messages)
+    items, _ = _check_messages(memory, messages, user_id, session_id, tenant_id)
     known = {
         m.id
         for turn in memory.context(user_id=user_id, session_id=session_id, tenant_id=tenant_id)
@@ -176,18 +191,17 @@ def archive_messages(
     The text comes from the turn summariser plugins, as for turns leaving portamem's own window;
     the messages themselves stay in the record's metadata. None when nothing was summarised.
     """
-    items = _check_messages(messages)
+    items, tenant = _check_messages(memory, messages, user_id, session_id, tenant_id)
     served = getattr(memory, "archive_messages", None)
     if served is not None:  # a RemoteMemory: the server summarises with its own plugins
         return served(items, user_id=user_id, session_id=session_id, tenant_id=tenant_id)  # type: ignore[no-any-return]
+    check_opaque_ids(memory.hooks, memory.settings, tenant, user_id, session_id=session_id)
     turns, rest = split_turns(items)
     groups = turns + ([rest] if rest else [])
     if not groups:
         return None
-    draft = episode_draft(
-        memory, [_as_turn(g) for g in groups], user_id=user_id,
-        tenant_id=tenant_id or memory.tenant_id, session_id=session_id,
-    )
+    draft = episode_draft(memory, [_as_turn(g) for g in groups], user_id=user_id, tenant_id=tenant,
+                          session_id=session_id)
     if draft is None:
         return None
     return memory.save_memories([draft], user_id=user_id, tenant_id=tenant_id)[0]

@@ -1,25 +1,53 @@
-"""Portable export/import of memory as JSON lines: another install reads it back identically."""
+"""Portable export/import of memory as JSON lines: another install reads it back identically.
+
+Format (version 2): a header line, one line per record and per window turn, and a trailer line
+``{"trailer": {"records": N, "turns": M, "sha256": H}}`` where H is the SHA-256 of every byte before
+the trailer. An export to a path goes to a temporary file in the same directory, is fsynced and
+renamed over the target only when complete, so a crash never replaces a good backup.
+
+An import is all or nothing: a file whose counts or checksum disagree, that lacks its trailer, holds
+invalid UTF-8 or a bad line is refused whole with ``ImportFormatError``. Version 1 files (no trailer)
+are accepted when their record count matches the header's (they carry no checksum, so an edited
+line or a cut among the turns goes unnoticed). Every imported record goes through the guard and PII
+redaction again. Its ``source``, ``trust`` and ``status`` are the file's only in a trusted restore
+(``trusted=True``); otherwise the file may hold a record back (pending, quarantined, deleted, lower
+trust, the web source) but never release or raise one. A record whose id another tenant or user
+holds is given a fresh id derived from its owner and the file's id (kept in
+``metadata["imported_id"]``); the other owner's record is neither touched nor reported.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .errors import ImportFormatError, ValidationError
+from . import validation as check
+from .errors import ImportFormatError, PortamemError, StoreError, ValidationError
 from .filters import SearchFilters
-from .records import MemoryRecord, Status, Turn, utcnow
+from .privacy import redact_turn
+from .records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, Source, Status, Turn, from_iso, utcnow
+from .writing import screen, stricter, write_context
 
 if TYPE_CHECKING:
     from .memory import Memory, ProgressFactory
 
-__all__ = ["export_jsonl", "import_jsonl", "parse_export", "EXPORT_FORMAT", "EXPORT_VERSION"]
+__all__ = ["export_jsonl", "import_jsonl", "parse_export", "EXPORT_FORMAT", "EXPORT_VERSION", "IMPORTED_ID_KEY"]
 
 EXPORT_FORMAT = "portamem-export"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+#: metadata key holding the file's id of a record that was given a fresh one on import
+IMPORTED_ID_KEY = "imported_id"
+_CONFLICTS = ("error", "skip", "replace")
 
 
+# ---------------------------------------------------------------------------- export
 def export_jsonl(
     mem: Memory,
     fp: IO[str] | str | Path,
@@ -29,17 +57,36 @@ def export_jsonl(
     include_deleted: bool = False,
     tenant_id: str | None = None,
 ) -> int:
-    """Write memories (one user's, or the tenant's) and their working windows as JSON lines."""
+    """Write memories (one user's, or the tenant's) and their working windows as JSON lines.
+
+    To a path, atomically (temporary file, fsync, rename); to a stream, line by line.
+    """
     mem._check_open()
-    tenant_id = mem._check_id("tenant_id", tenant_id or mem.tenant_id)
-    if user_id is not None:
-        user_id = mem._check_id("user_id", user_id)
+    tenant_id = check.check_tenant(mem.settings, tenant_id, mem.tenant_id)
+    user_id = check.check_id(mem.settings, "user_id", user_id, optional=True)
+    include_embeddings = check.check_flag("include_embeddings", include_embeddings)
+    include_deleted = check.check_flag("include_deleted", include_deleted)
+    if isinstance(fp, str) and not fp.strip():
+        raise ValidationError("export needs a file path, got an empty string")
+    if not isinstance(fp, (str, Path)) and not callable(getattr(fp, "write", None)):
+        raise ValidationError(f"export needs a path or a text stream, got {type(fp).__name__}")
+    records, lines = _export_lines(mem, tenant_id, user_id, include_embeddings, include_deleted)
     if isinstance(fp, (str, Path)):
-        with open(fp, "w", encoding="utf-8") as handle:
-            return export_jsonl(mem, handle, user_id=user_id, include_embeddings=include_embeddings,
-                               include_deleted=include_deleted, tenant_id=tenant_id)
+        _write_atomically(Path(fp), lines)
+    else:
+        for line, _ in lines:
+            fp.write(line)
+    return records
+
+
+def _export_lines(
+    mem: Memory, tenant_id: str, user_id: str | None, include_embeddings: bool, include_deleted: bool
+) -> tuple[int, Iterator[tuple[str, bytes]]]:
     statuses = tuple(Status) if include_deleted else (Status.ACTIVE, Status.PENDING, Status.QUARANTINED)
     records = mem.store.list(tenant_id, user_id, SearchFilters(statuses=statuses))
+    owners = sorted({r.user_id for r in records} | ({user_id} if user_id else set()))
+    turns = [(uid, sid, t) for uid in owners for sid in mem.store.session_ids(tenant_id, uid)
+             for t in mem.store.turns(tenant_id, uid, sid)]
     header = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -49,127 +96,346 @@ def export_jsonl(
         "embedding_dim": mem.embedder.dim,
         "exported_at": utcnow().isoformat(),
         "records": len(records),
+        "turns": len(turns),
     }
-    fp.write(json.dumps(header, ensure_ascii=False) + "\n")
-    sessions: set[tuple[str, str]] = set()
-    for r in records:
-        fp.write(json.dumps({"record": r.to_dict(include_embedding=include_embeddings)}, ensure_ascii=False) + "\n")
-        sessions.add((r.user_id, r.session_id or "default"))
-    for uid in sorted({u for u, _ in sessions} | ({user_id} if user_id else set())):
-        for sid in mem.store.session_ids(tenant_id, uid):
-            for t in mem.store.turns(tenant_id, uid, sid):
-                fp.write(json.dumps({"turn": {
-                    "tenant_id": tenant_id, "user_id": uid, "session_id": sid, "user": t.user,
-                    "assistant": t.assistant, "created_at": t.created_at.isoformat(), "metadata": t.metadata,
-                }}, ensure_ascii=False) + "\n")
-    return len(records)
+
+    def objects() -> Iterator[dict[str, Any]]:
+        yield header
+        for r in records:
+            yield {"record": r.to_dict(include_embedding=include_embeddings)}
+        for uid, sid, t in turns:
+            yield {"turn": {"tenant_id": tenant_id, "user_id": uid, "session_id": sid, "user": t.user,
+                            "assistant": t.assistant, "created_at": t.created_at.isoformat(), "metadata": t.metadata}}
+
+    def lines() -> Iterator[tuple[str, bytes]]:
+        digest = hashlib.sha256()
+        for obj in objects():
+            line = json.dumps(obj, ensure_ascii=False) + "\n"
+            try:
+                data = line.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                what = obj.get("record", {}).get("memory_id") if "record" in obj else "a window turn"
+                raise StoreError(f"cannot export: {what} holds text that is not valid Unicode ({exc.reason}); "
+                                 "nothing was replaced") from exc
+            digest.update(data)
+            yield line, data
+        trailer = json.dumps({"trailer": {"records": len(records), "turns": len(turns),
+                                          "sha256": digest.hexdigest()}}) + "\n"
+        yield trailer, trailer.encode("utf-8")
+
+    return len(records), lines()
 
 
+def _write_atomically(path: Path, lines: Iterable[tuple[str, bytes]]) -> None:
+    """Write to a temporary file beside ``path``, fsync it and rename it over ``path`` when complete."""
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise StoreError(f"cannot write an export into {directory}: {exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for _, data in lines:
+                out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot write the export {path}: {exc}") from exc
+        raise
+    try:  # the rename itself survives power loss once the directory is synced
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+# ---------------------------------------------------------------------------- import
 def import_jsonl(
     mem: Memory,
-    fp: IO[str] | str | Path,
+    fp: IO[str] | IO[bytes] | str | Path,
     *,
     tenant_id: str | None = None,
     on_conflict: str = "error",
     progress: ProgressFactory | None = None,
+    trusted: bool = False,
 ) -> int:
     """Read an export back (all or nothing). Vectors of another model are recomputed with this one.
 
-    ``on_conflict``: ``"error"`` (an id already here aborts the import), ``"skip"`` or ``"replace"``.
+    ``on_conflict`` decides about an id the same tenant and user already hold: ``"error"`` aborts
+    the import, ``"skip"`` keeps the stored record, ``"replace"`` replaces it. ``trusted`` marks a
+    restore of one's own backup: the file's source, trust and status are kept (guard and redaction
+    still apply).
     """
     mem._check_open()
-    if on_conflict not in {"error", "skip", "replace"}:
+    if on_conflict not in _CONFLICTS:
         raise ValidationError("on_conflict must be 'error', 'skip' or 'replace'")
+    tenant_id = check.check_id(mem.settings, "tenant_id", tenant_id, optional=True)
+    progress = check.check_progress(progress)
+    trusted = check.check_flag("trusted", trusted)
     if isinstance(fp, (str, Path)):
         try:
-            with open(fp, encoding="utf-8") as handle:
-                return import_jsonl(mem, handle, tenant_id=tenant_id, on_conflict=on_conflict, progress=progress)
-        except OSError as exc:
-            raise ImportFormatError(f"cannot read {fp}: {exc}") from exc
-    records, turns = parse_export(mem, fp, tenant_id)
+            handle = open(fp, "rb")
+        except (OSError, ValueError) as exc:  # ValueError: a path with a NUL in it
+            raise ImportFormatError(f"cannot read {fp!r}: {exc}") from exc
+        with handle:
+            try:
+                records, turns = parse_export(mem, handle, tenant_id, trusted=trusted)
+            except OSError as exc:
+                raise ImportFormatError(f"cannot read {fp!r}: {exc}") from exc
+    elif callable(getattr(fp, "readline", None)):
+        records, turns = parse_export(mem, fp, tenant_id, trusted=trusted)
+    else:
+        raise ValidationError(f"import needs a path or a stream, got {type(fp).__name__}")
     with mem._lock:
-        existing = {r.memory_id for r in records if mem.store.find_owner(r.memory_id) is not None}
-        if existing and on_conflict == "error":
-            raise ImportFormatError(
-                f"{len(existing)} memory ids already exist (e.g. {sorted(existing)[0]}); "
-                "use on_conflict='skip' or 'replace'"
-            )
-        if on_conflict == "skip":
-            records = [r for r in records if r.memory_id not in existing]
-        bar = progress(len(records), "import") if progress else None
+        records, replaced = _settle_ids(mem, records, on_conflict)
+        bar = check.SafeProgress(progress, len(records), "import")
         for start in range(0, len(records), 256):
             mem._attach_embeddings(records[start:start + 256])
-            if bar is not None:
-                bar.update(len(records[start:start + 256]))
-        if bar is not None:
-            bar.close()
+            bar.update(len(records[start:start + 256]))
+        bar.close()
         with mem.store.transaction() as conn:
-            if on_conflict == "replace" and existing:
-                mem.store.purge(conn, sorted(existing))
+            for (tenant, user), ids in replaced.items():
+                mem.store.purge(conn, ids, tenant_id=tenant, user_id=user)
             mem.store.insert(conn, records)
             for scope, turn in turns:
                 mem.store.add_turn(conn, *scope, turn)
             mem.store.audit_many(
                 conn,
-                [{"action": "import", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id}
+                [{"action": "import", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
+                  "detail": {"trusted": trusted, "status": r.status.value,
+                             **({IMPORTED_ID_KEY: r.metadata[IMPORTED_ID_KEY]}
+                                if IMPORTED_ID_KEY in r.metadata else {})}}
                  for r in records],
             )
-        if existing and on_conflict == "replace":
-            mem.index.delete(sorted(existing))
+        gone = sorted(m for ids in replaced.values() for m in ids)
+        if gone:
+            mem._index_records([], deleted=gone)
         mem._index_records(records)
     return len(records)
 
 
+def _derived_id(record: MemoryRecord, file_id: str, attempt: int) -> str:
+    seed = "\x1f".join(("portamem-import", record.tenant_id, record.user_id, file_id, str(attempt)))
+    return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:32]
+
+
+def _settle_ids(
+    mem: Memory, records: list[MemoryRecord], on_conflict: str
+) -> tuple[list[MemoryRecord], dict[tuple[str, str], list[str]]]:
+    """Give every record an id free of other owners; apply ``on_conflict`` to the owner's own ids.
+
+    Whether an id is held by another tenant or user never changes the outcome a caller can see
+    beyond the fresh id itself: no error, no skip, no count.
+    """
+    pending = records
+    for attempt in range(8):
+        taken = mem.store.taken_ids([r.memory_id for r in pending])
+        if not taken:
+            break
+        own: set[str] = set()
+        by_scope: dict[tuple[str, str], list[MemoryRecord]] = {}
+        for r in pending:
+            if r.memory_id in taken:
+                by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
+        for (tenant, user), group in by_scope.items():
+            own.update(mem.store.get(tenant, user, [r.memory_id for r in group]))
+        foreign = [r for r in pending if r.memory_id in taken and r.memory_id not in own]
+        if not foreign:
+            break
+        for r in foreign:
+            file_id = str(r.metadata.get(IMPORTED_ID_KEY, r.memory_id))
+            r.metadata[IMPORTED_ID_KEY] = file_id
+            r.memory_id = _derived_id(r, file_id, attempt)
+        pending = foreign
+    else:
+        raise StoreError("could not find free ids for the imported records; nothing was imported")
+    own_hits: dict[tuple[str, str], list[str]] = {}
+    by_scope_all: dict[tuple[str, str], list[str]] = {}
+    for r in records:
+        by_scope_all.setdefault((r.tenant_id, r.user_id), []).append(r.memory_id)
+    for scope, ids in by_scope_all.items():
+        found = sorted(mem.store.get(scope[0], scope[1], ids))
+        if found:
+            own_hits[scope] = found
+    if own_hits and on_conflict == "error":
+        ids = sorted(m for v in own_hits.values() for m in v)
+        raise ImportFormatError(f"{len(ids)} memory ids already exist for their users (e.g. {ids[0]}); "
+                                "use on_conflict='skip' or 'replace'; nothing was imported")
+    if on_conflict == "skip":
+        held = {(s, m) for s, ids in own_hits.items() for m in ids}
+        return [r for r in records if ((r.tenant_id, r.user_id), r.memory_id) not in held], {}
+    return records, own_hits if on_conflict == "replace" else {}
+
+
+def _lines(fp: Any) -> Iterator[bytes]:
+    for line in fp:
+        if isinstance(line, str):
+            try:
+                yield line.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ImportFormatError(f"the file holds text that is not valid Unicode ({exc.reason}); "
+                                        "nothing was imported") from exc
+        elif isinstance(line, bytes):
+            yield line
+        else:
+            raise ImportFormatError(f"the stream gave {type(line).__name__}, not lines of text; nothing was imported")
+
+
 def parse_export(
-    mem: Memory, fp: IO[str], tenant_id: str | None
+    mem: Memory, fp: IO[str] | IO[bytes] | Iterable[Any], tenant_id: str | None, *, trusted: bool = False,
 ) -> tuple[list[MemoryRecord], list[tuple[tuple[str, str, str], Turn]]]:
+    """Every record and turn of an export, checked, guarded and redacted; ImportFormatError on any fault."""
     records: list[MemoryRecord] = []
     turns: list[tuple[tuple[str, str, str], Turn]] = []
     header: dict[str, Any] | None = None
-    for lineno, line in enumerate(fp, 1):
+    trailer: dict[str, Any] | None = None
+    digest = hashlib.sha256()
+    for lineno, raw in enumerate(_lines(fp), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError(f"line {lineno}: not UTF-8 ({exc.reason}); nothing was imported") from exc
         if not line.strip():
+            digest.update(raw)
             continue
+        if trailer is not None:
+            raise ImportFormatError(f"line {lineno}: data after the trailer; nothing was imported")
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ImportFormatError(f"line {lineno}: not JSON ({exc.msg}); nothing was imported") from exc
         if header is None:
-            if not isinstance(obj, dict) or obj.get("format") != EXPORT_FORMAT:
-                raise ImportFormatError(f"line 1 is not a {EXPORT_FORMAT} header; nothing was imported")
-            if obj.get("version") != EXPORT_VERSION:
-                raise ImportFormatError(f"export version {obj.get('version')} is not supported")
-            header = obj
+            header = _header(obj)
+            digest.update(raw)
             continue
+        if not isinstance(obj, dict):
+            raise ImportFormatError(f"line {lineno}: expected a JSON object; nothing was imported")
+        if "trailer" in obj and header["version"] >= 2:
+            trailer = obj["trailer"] if isinstance(obj["trailer"], dict) else {}
+            continue
+        digest.update(raw)
         try:
             if "record" in obj:
-                data = dict(obj["record"])
-                if tenant_id is not None:
-                    data["tenant_id"] = tenant_id
-                rec = MemoryRecord.from_dict(data)
-                mem._check_id("user_id", rec.user_id)
-                mem._check_id("tenant_id", rec.tenant_id)
-                mem._check_id("memory_id", rec.memory_id)
-                mem._check_content(rec.content)
-                if rec.embedding is not None and rec.embedding_model == mem.embedder.name:
-                    if len(rec.embedding) != mem.embedder.dim:
-                        raise ValueError(f"embedding has {len(rec.embedding)} dimensions, not {mem.embedder.dim}")
-                else:
-                    rec.embedding = None  # another model's vector: recomputed with ours
-                records.append(rec)
+                records.append(_record(mem, obj["record"], tenant_id, trusted))
             elif "turn" in obj:
-                t = obj["turn"]
-                scope = (tenant_id or t["tenant_id"], t["user_id"], t["session_id"])
-                for name, value in zip(("tenant_id", "user_id", "session_id"), scope):
-                    mem._check_id(name, value)
-                turns.append((scope, Turn(t["user"], t["assistant"],
-                                          datetime.fromisoformat(t["created_at"]), dict(t["metadata"]))))
+                turns.append(_turn(mem, obj["turn"], tenant_id))
             else:
-                raise ValueError("expected a 'record' or a 'turn' object")
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise ValidationError("expected a 'record' or a 'turn' object")
+        except (PortamemError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ImportFormatError(f"line {lineno}: {exc}; nothing was imported") from exc
     if header is None:
         raise ImportFormatError("empty export file; nothing was imported")
+    _verify(header, trailer, digest.hexdigest(), len(records), len(turns))
     ids = [r.memory_id for r in records]
     if len(set(ids)) != len(ids):
         raise ImportFormatError("the file repeats a memory id; nothing was imported")
     return records, turns
+
+
+def _header(obj: Any) -> dict[str, Any]:
+    if not isinstance(obj, dict) or obj.get("format") != EXPORT_FORMAT:
+        raise ImportFormatError(f"line 1 is not a {EXPORT_FORMAT} header; nothing was imported")
+    if obj.get("version") not in (1, EXPORT_VERSION):
+        raise ImportFormatError(f"export version {obj.get('version')!r} is not supported")
+    return obj
+
+
+def _verify(header: dict[str, Any], trailer: dict[str, Any] | None, digest: str, records: int, turns: int) -> None:
+    claimed = header.get("records")
+    if header["version"] == 1:
+        if claimed != records:
+            raise ImportFormatError(f"the header claims {claimed!r} records but the file holds {records}: "
+                                    "it is cut short or edited; nothing was imported")
+        return
+    if trailer is None:
+        raise ImportFormatError("the export has no trailer: it is cut short; nothing was imported")
+    if trailer.get("sha256") != digest:
+        raise ImportFormatError("the export's checksum does not match its lines: it was edited or damaged; "
+                                "nothing was imported")
+    if not (claimed == trailer.get("records") == records and header.get("turns") == trailer.get("turns") == turns):
+        raise ImportFormatError(f"the export claims {claimed!r} records and {header.get('turns')!r} turns but "
+                                f"holds {records} and {turns}; nothing was imported")
+
+
+def _record(mem: Memory, raw: Any, tenant_id: str | None, trusted: bool) -> MemoryRecord:
+    s = mem.settings
+    if not isinstance(raw, dict):
+        raise ValidationError("a record must be a JSON object")
+    data = dict(raw)
+    if tenant_id is not None:
+        data["tenant_id"] = tenant_id
+    rec = MemoryRecord.from_dict(data)
+    for name in ("user_id", "tenant_id", "memory_id"):
+        check.check_id(s, name, getattr(rec, name))
+    for name in ("session_id", "agent_id", "supersedes", "superseded_by", "embedding_model", "embedding_version",
+                 "kind"):
+        check.check_id(s, name, getattr(rec, name), optional=True)
+    check.check_opaque_ids(mem.hooks, s, rec.tenant_id, rec.user_id, session_id=rec.session_id,
+                           agent_id=rec.agent_id)
+    check.check_content(s, rec.content)
+    check.check_summary(s, rec.summary)
+    rec.entities = check.check_entities(s, rec.entities) or []
+    rec.metadata = check.check_json(s, "metadata", rec.metadata)
+    if not isinstance(rec.triples, list) or not all(isinstance(t, list) for t in rec.triples):
+        raise ValidationError("triples must be a list of lists of strings")
+    for t in rec.triples:
+        for part in t:
+            check.check_text("a triple part", part, allow_blank=True, limit=s.max_entity_chars)
+    check.check_unit("importance", rec.importance)
+    check.check_int("importance_band", rec.importance_band, 1, 100)
+    check.check_number("half_life_days", rec.half_life_days, 1e-9, 1e9)
+    check.check_int("access_count", rec.access_count, 0)
+    check.check_int("frequency", rec.frequency, 1)
+    if rec.kind is not None and rec.kind not in s.half_lives:
+        raise ValidationError(f"kind must be one of {sorted(s.half_lives)}, got {rec.kind!r}")
+    for name in ("created_at", "updated_at", "last_accessed_at", "deleted_at"):
+        check.check_datetime(name, getattr(rec, name), optional=name not in ("created_at", "updated_at"))
+    if not trusted:
+        # the file may hold a record back, never release it or raise its trust
+        rec.source = Source.WEB if rec.source is Source.WEB else Source.USER
+        default = DEFAULT_TRUST[rec.source]
+        rec.trust = rec.trust if TRUST_RANK[rec.trust] < TRUST_RANK[default] else default
+        floor = Status.PENDING if TRUST_RANK[rec.trust] == 0 else Status.ACTIVE
+        rec.status = stricter(rec.status, floor)
+    before = rec.content
+    screen(mem, rec, write_context(mem, rec, explicit=True))
+    if rec.status is Status.DELETED and rec.deleted_at is None:
+        rec.deleted_at = utcnow()
+    if rec.embedding is not None and rec.embedding_model == mem.embedder.name and rec.content == before:
+        if not isinstance(rec.embedding, list) or len(rec.embedding) != mem.embedder.dim or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in rec.embedding):
+            raise ValidationError(f"embedding must be {mem.embedder.dim} finite numbers")
+    else:
+        rec.embedding = None  # another model's vector, or the text changed: recomputed with ours
+    return rec
+
+
+def _turn(mem: Memory, raw: Any, tenant_id: str | None) -> tuple[tuple[str, str, str], Turn]:
+    s = mem.settings
+    if not isinstance(raw, dict):
+        raise ValidationError("a turn must be a JSON object")
+    scope = (tenant_id or raw["tenant_id"], raw["user_id"], raw["session_id"])
+    for name, value in zip(("tenant_id", "user_id", "session_id"), scope):
+        check.check_id(s, name, value)
+    user, assistant, meta = check.check_turn(s, raw["user"], raw["assistant"], raw.get("metadata") or {})
+    created = from_iso(raw["created_at"])
+    if not isinstance(created, datetime):
+        raise ValidationError("a turn needs its created_at time")
+    check.check_opaque_ids(mem.hooks, s, scope[0], scope[1], session_id=scope[2])
+    turn = Turn(user, assistant, created, meta)
+    if s.redact_window:
+        ctx = write_context(mem, MemoryRecord(content="-", tenant_id=scope[0], user_id=scope[1],
+                                              session_id=scope[2]), explicit=True)
+        turn = redact_turn(mem.hooks, turn, ctx)
+    return scope, turn

@@ -18,7 +18,10 @@ VAULT_KEY = "pii_vault"
 
 
 def redact_value(hooks: Hooks, value: Any, ctx: WriteContext, spans: list[Redaction]) -> Any:
-    """A copy of a JSON value with every string redacted (keys are left alone); found spans appended."""
+    """A copy of a JSON value with every string redacted, keys included; found spans appended.
+
+    Two keys that redact alike ("call 138..." and "call 139...") both stay: the second gets ``#2``.
+    """
     if isinstance(value, str):
         out, found = hooks.redact(value, ctx)
         spans.extend(found)
@@ -26,7 +29,16 @@ def redact_value(hooks: Hooks, value: Any, ctx: WriteContext, spans: list[Redact
     if isinstance(value, list):
         return [redact_value(hooks, v, ctx, spans) for v in value]
     if isinstance(value, dict):
-        return {k: redact_value(hooks, v, ctx, spans) for k, v in value.items()}
+        out_map: dict[str, Any] = {}
+        for k, v in value.items():
+            key = redact_value(hooks, k, ctx, spans) if isinstance(k, str) else k
+            if key != k and (key in out_map or key in value):
+                n = 2
+                while f"{key}#{n}" in out_map or f"{key}#{n}" in value:
+                    n += 1
+                key = f"{key}#{n}"
+            out_map[key] = redact_value(hooks, v, ctx, spans)
+        return out_map
     return value
 
 

@@ -60,7 +60,7 @@ def recall(
     (messages the framework itself puts in front of the model), so the model does not read them twice.
     """
     return memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
-                                window_session=session_id, shown=list(shown))
+                                window_session=session_id, shown=shown)
 
 
 async def arecall(

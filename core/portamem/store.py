@@ -427,8 +427,8 @@ class RecordStore:
             ])
 
     def replace(self, conn: Connection, record: MemoryRecord) -> None:
-        """Rewrite a record in place (same id), rebuilding its entities and keyword entry."""
-        pk = self._pk(conn, record.memory_id)
+        """Rewrite a record in place (same id, same owner), rebuilding its entities and keyword entry."""
+        pk = self._pk(conn, record.memory_id, record.tenant_id, record.user_id)
         conn.execute(memories.update().where(memories.c.pk == pk).values(indexed=0, **record_row(record)))
         conn.execute(entities_t.delete().where(entities_t.c.pk == pk))
         self._drop_keywords(conn, pk)
@@ -440,17 +440,23 @@ class RecordStore:
         result = conn.execute(memories.update().where(memories.c.memory_id.in_(list(memory_ids))).values(**values))
         return int(result.rowcount)
 
-    def purge(self, conn: Connection, memory_ids: Sequence[str]) -> int:
-        pks = [r[0] for r in conn.execute(sa.select(memories.c.pk).where(memories.c.memory_id.in_(list(memory_ids))))]
+    def purge(self, conn: Connection, memory_ids: Sequence[str], *, tenant_id: str, user_id: str | None = None) -> int:
+        """Hard-delete records of one tenant (of one user when given); ids of other owners are left alone."""
+        owner = [memories.c.tenant_id == tenant_id] + ([memories.c.user_id == user_id] if user_id is not None else [])
+        rows = list(conn.execute(sa.select(memories.c.pk, memories.c.memory_id)
+                                 .where(memories.c.memory_id.in_(list(memory_ids)), *owner)))
+        pks, ids = [r[0] for r in rows], [r[1] for r in rows]
         for pk in pks:
             self._drop_keywords(conn, pk)
         conn.execute(entities_t.delete().where(entities_t.c.pk.in_(pks)))
-        conn.execute(retrievals_t.delete().where(retrievals_t.c.memory_id.in_(list(memory_ids))))
+        conn.execute(retrievals_t.delete().where(retrievals_t.c.tenant_id == tenant_id,
+                                                 retrievals_t.c.memory_id.in_(ids)))
         conn.execute(memories.delete().where(memories.c.pk.in_(pks)))
         return len(pks)
 
-    def _pk(self, conn: Connection, memory_id: str) -> int:
-        pk = conn.execute(sa.select(memories.c.pk).where(memories.c.memory_id == memory_id)).scalar()
+    def _pk(self, conn: Connection, memory_id: str, tenant_id: str, user_id: str) -> int:
+        pk = conn.execute(sa.select(memories.c.pk).where(
+            memories.c.memory_id == memory_id, *self._scope(tenant_id, user_id))).scalar()
         if pk is None:
             raise StoreError(f"memory {memory_id} vanished during an update")
         return int(pk)
@@ -540,12 +546,17 @@ class RecordStore:
         with self.engine.connect() as conn:
             return [row_record(r) for r in conn.execute(q)]
 
-    def find_owner(self, memory_id: str) -> tuple[str, str] | None:
+    def taken_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Which of these ids any record holds, whoever owns it (ids are unique across the store).
+
+        Only for choosing a free id: what it returns must never reach a caller of another scope.
+        """
+        ids, out = list(dict.fromkeys(memory_ids)), set()
         with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(memories.c.tenant_id, memories.c.user_id).where(memories.c.memory_id == memory_id)
-            ).first()
-        return None if row is None else (row[0], row[1])
+            for start in range(0, len(ids), 500):
+                q = sa.select(memories.c.memory_id).where(memories.c.memory_id.in_(ids[start:start + 500]))
+                out.update(r[0] for r in conn.execute(q))
+        return out
 
     def count(self, tenant_id: str | None = None, user_id: str | None = None, filters: SearchFilters | None = None) -> int:
         q = sa.select(sa.func.count()).select_from(memories)

@@ -2,37 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import trust
 from .dedupe import is_duplicate
-from .errors import ValidationError
-from .keys import check_key, join_namespace
 from .pipeline import WriteContext
 from .privacy import redact_record
-from .records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, importance_band, utcnow
+from .validation import check_draft
+from .records import TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, importance_band, utcnow
 
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["MemoryDraft", "build_record", "write", "prepare", "dedupe"]
-
-_T = TypeVar("_T")
-
-
-def _as_enum(name: str, enum: type[_T], value: Any) -> _T:
-    try:
-        return enum(value)  # type: ignore[call-arg]
-    except ValueError as exc:
-        allowed = [e.value for e in enum]  # type: ignore[attr-defined]
-        raise ValidationError(f"{name} must be one of {allowed}, got {value!r}") from exc
-
+__all__ = ["MemoryDraft", "build_record", "write", "prepare", "screen", "stricter", "dedupe"]
 
 @dataclass
 class MemoryDraft:
@@ -58,62 +45,37 @@ class MemoryDraft:
 
 def build_record(
     mem: Memory, draft: MemoryDraft, *, user_id: str, tenant_id: str) -> MemoryRecord:
-    content = mem._check_content(draft.content)
-    mtype = _as_enum("type", MemoryType, draft.type)
-    source = _as_enum("source", Source, draft.source)
-    trust = DEFAULT_TRUST[source] if draft.trust is None else _as_enum("trust", Trust, draft.trust)
-    importance = 0.5 if draft.importance is None else mem._check_unit("importance", draft.importance)
-    kind = draft.kind if draft.kind is not None or mtype is not MemoryType.EPISODIC else "episodic"
-    if kind is not None and (not isinstance(kind, str) or kind not in mem.settings.half_lives):
-        raise ValidationError(f"kind must be one of {sorted(mem.settings.half_lives)}, got {kind!r}")
-    if draft.half_life_days is not None:
-        hl = draft.half_life_days
-        if isinstance(hl, bool) or not isinstance(hl, (int, float)) or hl <= 0:
-            raise ValidationError(f"half_life_days must be a positive number, got {hl!r}")
-        half_life = float(hl)
+    """The record a draft stands for, before guard and redaction (drafts the write path composes
+    itself are checked but not bounded; callers' drafts were bounded at the entry point)."""
+    d = check_draft(mem.settings, draft, bounded=False)
+    mtype = MemoryType(d.type)
+    kind = d.kind if d.kind is not None or mtype is not MemoryType.EPISODIC else "episodic"
+    importance = 0.5 if d.importance is None else d.importance
+    if d.half_life_days is not None:
+        half_life = float(d.half_life_days)
     else:
-        default_kind = kind or ("episodic" if mtype is MemoryType.EPISODIC else "fact")
-        half_life = mem.settings.half_lives[default_kind]
-    if not isinstance(draft.metadata, Mapping):
-        raise ValidationError(f"metadata must be a mapping, got {type(draft.metadata).__name__}")
-    try:
-        metadata = json.loads(json.dumps(dict(draft.metadata)))
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
-    if draft.entities is not None and (
-        not isinstance(draft.entities, (list, tuple)) or not all(isinstance(e, str) for e in draft.entities)
-    ):
-        raise ValidationError("entities must be a list of strings")
-    if draft.summary is not None and not isinstance(draft.summary, str):
-        raise ValidationError("summary must be a string")
-    if draft.created_at is not None and not isinstance(draft.created_at, datetime):
-        raise ValidationError("created_at must be a datetime")
-    key = None if draft.key is None else check_key(draft.key, max_chars=mem.settings.max_id_chars)
-    key_namespace = None if key is None else join_namespace(draft.key_namespace)
+        half_life = mem.settings.half_lives[kind or ("episodic" if mtype is MemoryType.EPISODIC else "fact")]
     now = utcnow()
-    created = draft.created_at or now
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=now.tzinfo)
     return MemoryRecord(
-        content=content,
+        content=d.content,
         user_id=user_id,
         tenant_id=tenant_id,
-        session_id=mem._check_id("session_id", draft.session_id, optional=True),
-        agent_id=mem._check_id("agent_id", draft.agent_id, optional=True),
+        session_id=d.session_id,
+        agent_id=d.agent_id,
         type=mtype,
         kind=kind,
-        summary=draft.summary,
-        entities=list(draft.entities or []),
+        summary=d.summary,
+        entities=list(d.entities or []),
         importance=importance,
         importance_band=importance_band(importance),
         half_life_days=half_life,
-        created_at=created,
+        created_at=d.created_at or now,
         updated_at=now,
-        source=source,
-        trust=trust,
-        metadata=metadata,
-        key_namespace=key_namespace,
-        key=key,
+        source=Source(d.source),
+        trust=Trust(d.trust),  # type: ignore[arg-type]
+        metadata=d.metadata,
+        key_namespace=None if d.key is None else d.key_namespace,  # type: ignore[arg-type]
+        key=d.key,
     )
 
 
@@ -183,12 +145,7 @@ def write_context(
 def prepare(
     mem: Memory, draft: MemoryDraft, record: MemoryRecord, *, explicit: bool) -> None:
     ctx = write_context(mem, record, explicit=explicit)
-    # the guard sees the text as written (encoded payloads included), before redaction
-    verdict = mem.hooks.guard(record, ctx)
-    if verdict.action != "allow":
-        record.status = Status.QUARANTINED if verdict.action == "quarantine" else Status.PENDING
-        record.metadata["guard"] = {"action": verdict.action, "reason": verdict.reason, "guard": verdict.guard}
-    redact_record(mem.hooks, record, ctx, mem.vault)
+    screen(mem, record, ctx)
     if draft.entities is None:
         extraction = mem.hooks.extract(record.content, ctx)
         if extraction is not None:
@@ -205,6 +162,26 @@ def prepare(
         if band is not None:
             record.importance = band / 100.0
             record.importance_band = band
+
+
+def screen(mem: Memory, record: MemoryRecord, ctx: WriteContext) -> None:
+    """Guard, then redact, in place: a guard verdict holds the record back (never releases one)."""
+    # the guard sees the text as written (encoded payloads included), before redaction
+    verdict = mem.hooks.guard(record, ctx)
+    if verdict.action != "allow":
+        held = Status.QUARANTINED if verdict.action == "quarantine" else Status.PENDING
+        if _HOLD[held] > _HOLD[record.status]:
+            record.status = held
+        record.metadata["guard"] = {"action": verdict.action, "reason": verdict.reason, "guard": verdict.guard}
+    redact_record(mem.hooks, record, ctx, mem.vault)
+
+
+#: how far a status holds a record back from search
+_HOLD = {Status.ACTIVE: 0, Status.PENDING: 1, Status.QUARANTINED: 2, Status.DELETED: 3}
+
+
+def stricter(a: Status, b: Status) -> Status:
+    return a if _HOLD[a] >= _HOLD[b] else b
 
 
 def dedupe(

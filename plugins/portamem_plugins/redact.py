@@ -26,18 +26,24 @@ PLACEHOLDERS: dict[str, str] = {
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _ID_CHECK = "10X98765432"
 
-# the patterns run on a same-length copy with full-width forms (１３８, ＠, ＋) folded to ASCII, so spans
-# still index the original; a number may touch Chinese text ("卡号6222…"), so only Latin letters and
-# digits bound it
-_FOLD = {0xFF01 + i: 0x21 + i for i in range(94)} | {0x3000: 0x20}
+# the patterns run on a same-length copy with full-width forms (１３８, ＠, ＋) folded to ASCII and
+# Unicode spaces and dashes folded to " " and "-", so spans still index the original; a number may
+# touch Chinese text ("卡号6222…"), so only Latin letters and digits bound it
+_SPACES = (0x00A0, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)
+_DASHES = (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)
+_FOLD = {0xFF01 + i: 0x21 + i for i in range(94)} | dict.fromkeys(_SPACES, 0x20) | dict.fromkeys(_DASHES, 0x2D)
+#: between digit groups: up to two spaces, dots or hyphens, mixed ("4111 1111-1111.1111", "138  1234")
+_SEP = r"[ .-]{0,2}"
 _B = r"(?<![0-9A-Za-z])"
 _E = r"(?![0-9A-Za-z])"
-_CN_ID = re.compile(rf"{_B}(\d{{6}})\s?(\d{{8}})\s?(\d{{3}}[\dXx]){_E}", re.ASCII)
-_CARD = re.compile(rf"(?<![+-]){_B}\d(?:[ -]?\d){{12,18}}{_E}(?!-\d)", re.ASCII)
-_CN_MOBILE = re.compile(rf"(?<!\+){_B}(?:(?:\+|00)86[\s-]?)?1[3-9]\d[\s-]?\d{{4}}[\s-]?\d{{4}}{_E}", re.ASCII)
+_CN_ID = re.compile(rf"{_B}(\d{{6}})[ -]?(\d{{8}})[ -]?(\d{{3}}[\dXx]){_E}", re.ASCII)
+_CARD = re.compile(rf"(?<![+-]){_B}\d(?:{_SEP}\d){{12,18}}{_E}(?!-\d)", re.ASCII)
+_CN_MOBILE = re.compile(
+    rf"(?<!\+){_B}(?:\(?(?:\+|00)86\)?{_SEP})?1[3-9]\d{_SEP}\d{{4}}{_SEP}\d{{4}}{_E}", re.ASCII
+)
 #: +CC or 00CC, then more digits in groups; E.164 allows 15 digits in all
 _INTL_PHONE = re.compile(
-    rf"(?<!\+){_B}(?:\+|00)[1-9]\d{{0,2}}(?:[\s.-]?\(\d{{1,4}}\))?(?:[\s.-]?\d{{1,5}}){{2,5}}{_E}", re.ASCII
+    rf"(?<!\+){_B}(?:\+|00)[1-9]\d{{0,2}}(?:{_SEP}\(\d{{1,4}}\))?(?:{_SEP}\d{{1,5}}){{2,5}}{_E}", re.ASCII
 )
 #: North American (555) 123-4567 and 555-123-4567: separators required, so bare numbers stay
 _NANP_PHONE = re.compile(rf"(?<![+(]){_B}(?:\(\d{{3}}\)\s?|\d{{3}}[.-])\d{{3}}[.-]\d{{4}}{_E}", re.ASCII)
@@ -50,7 +56,7 @@ def _digits(text: str) -> str:
 
 def cn_id_valid(number: str) -> bool:
     """An 18-character resident id: region, a real birth date (1900 on), sequence, GB 11643 check digit."""
-    number = "".join(ch for ch in number.translate(_FOLD) if not ch.isspace())
+    number = "".join(ch for ch in number.translate(_FOLD) if not ch.isspace() and ch != "-")
     body = number[:17]
     if len(number) != 18 or len(_digits(body)) != 17 or body[0] == "0":
         return False

@@ -136,3 +136,60 @@ def test_no_valid_id_or_card_in_the_store_the_index_or_the_audit_log(memory: Mem
     memory.close()
     leaks = _leaks(Path(settings.path))
     assert not leaks, leaks
+
+
+# Variants seen in real text. Each valid number has a twin one digit off that fails its checksum
+# (Luhn for cards, GB 11643 for ids) and must stay readable.
+CARD_VARIANTS = [
+    ("卡号4539.1488.0343.6467到期", "4539.1488.0343.6467"),  # dots
+    ("card 4539  1488  0343  6467 ok", "4539  1488  0343  6467"),  # double spaces
+    ("card 4539 1488-0343.6467 ok", "4539 1488-0343.6467"),  # mixed separators
+    ("卡号4539\u00a01488\u00a00343\u00a06467", "4539\u00a01488\u00a00343\u00a06467"),  # no-break spaces
+    ("卡号4539\u20141488\u20140343\u20146467", "4539\u20141488\u20140343\u20146467"),  # em dashes
+    ("卡号４５３９ １４８８－０３４３．６４６７", "４５３９ １４８８－０３４３．６４６７"),  # full-width digits and separators
+    ("卡号４５３９ 1488-０３４３ 6467", "４５３９ 1488-０３４３ 6467"),  # half and full width mixed
+]
+PHONE_VARIANTS = [
+    ("电话+86 138 1234 5678谢谢", "+86 138 1234 5678"),
+    ("call +86  138  1234  5678 now", "+86  138  1234  5678"),
+    ("电话+86\u00a0138\u00a01234\u00a05678", "+86\u00a0138\u00a01234\u00a05678"),
+    ("电话(+86) 138 1234 5678", "(+86) 138 1234 5678"),
+    ("电话（+86）138 1234 5678", "（+86）138 1234 5678"),
+    ("tel +86 138.1234.5678", "+86 138.1234.5678"),
+]
+ID_VARIANTS = [
+    ("姓名张三身份证号码11010519491231002X电话", "11010519491231002X"),
+    ("我的身份证是440308199901011234，请保密", "440308199901011234"),
+    ("身份证号110105-19491231-002X住址", "110105-19491231-002X"),
+    ("身份证号１１０１０５１９４９１２３１００２Ｘ住址", "１１０１０５１９４９１２３１００２Ｘ"),
+]
+
+
+def _one_off(number: str) -> str:
+    """The same text with its last digit changed: the checksum no longer holds."""
+    i = max(i for i, ch in enumerate(number) if ch.isdigit() or "０" <= ch <= "９")
+    ch = number[i]
+    zero = "0" if ch.isascii() else "０"
+    digit = (ord(ch) - ord(zero) + 1) % 10
+    return number[:i] + chr(ord(zero) + digit) + number[i + 1:]
+
+
+@pytest.mark.parametrize(("text", "number"), CARD_VARIANTS)
+def test_card_variants_are_redacted_and_a_failing_checksum_stays(text: str, number: str) -> None:
+    assert [(text[r.start:r.end], r.kind) for r in find_pii(text)] == [(number, "bank_card")]
+    bad = text.replace(number, _one_off(number))
+    assert not luhn_valid(_one_off(number))
+    assert [r.kind for r in find_pii(bad)] == []
+
+
+@pytest.mark.parametrize(("text", "number"), PHONE_VARIANTS)
+def test_plus86_variants_are_redacted(text: str, number: str) -> None:
+    assert [(text[r.start:r.end], r.kind) for r in find_pii(text)] == [(number, "phone")]
+
+
+@pytest.mark.parametrize(("text", "number"), ID_VARIANTS)
+def test_resident_ids_inside_chinese_text(text: str, number: str) -> None:
+    assert [(text[r.start:r.end], r.kind) for r in find_pii(text)] == [(number, "cn_id")]
+    off = _one_off(number) if not number[-1] in "Xx" else number[:-1] + "1"  # X -> 1 breaks the check digit
+    assert not cn_id_valid(off)
+    assert find_pii(text.replace(number, off)) == []
