@@ -279,13 +279,22 @@ def _settle_ids(
 
 
 def _lines(fp: Any) -> Iterator[bytes]:
-    for line in fp:
+    """The stream's lines as bytes; a text stream that cannot decode its file is an ImportFormatError."""
+    lines = iter(fp)
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError(f"the file is not UTF-8 ({exc.reason}); nothing was imported") from exc
         if isinstance(line, str):
             try:
-                yield line.encode("utf-8")
+                data = line.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise ImportFormatError(f"the file holds text that is not valid Unicode ({exc.reason}); "
                                         "nothing was imported") from exc
+            yield data
         elif isinstance(line, bytes):
             yield line
         else:

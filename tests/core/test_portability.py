@@ -240,6 +240,8 @@ def test_invalid_utf8_is_an_import_format_error(memory: Memory, tmp_path) -> Non
             dst.import_(path)
         with pytest.raises(ImportFormatError, match="UTF-8"):
             dst.import_(io.BytesIO(data))
+        with open(path, encoding="utf-8") as text, pytest.raises(ImportFormatError, match="UTF-8"):
+            dst.import_(text)
         assert dst.list_memories(user_id="u") == []
 
 
