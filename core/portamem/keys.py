@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import NotFoundError, ValidationError
-from .filters import SearchFilters
 from .records import MemoryRecord, Status
-from .validation import check_text
+from .validation import check_filters, check_int, check_text
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -94,8 +93,9 @@ class KeyedMemory:
         user_id = self._check_id("user_id", user_id)
         tenant_id = self._tenant(tenant_id)
         prefix = join_namespace(key_namespace)
-        return self.store.list_keyed(tenant_id, user_id, prefix, SearchFilters.coerce(filters),
-                                     limit=limit, offset=offset)
+        f = check_filters(self.settings, filters)
+        limit = check_int("limit", limit, 0, optional=True)
+        return self.store.list_keyed(tenant_id, user_id, prefix, f, limit=limit, offset=check_int("offset", offset, 0))
 
     def user_ids(self: Memory, *, tenant_id: str | None = None) -> list[str]:
         """The users of a tenant that hold memories, for tenant-wide (administrative) tooling."""

@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING, Any
 from . import validation as check
 from .errors import ImportFormatError, PortamemError, StoreError, ValidationError
 from .filters import SearchFilters
+from .keys import check_key, join_namespace
 from .privacy import redact_turn
 from .records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, Source, Status, Turn, from_iso, utcnow
 from .writing import screen, stricter, write_context
@@ -260,22 +261,32 @@ def _settle_ids(
         pending = foreign
     else:
         raise StoreError("could not find free ids for the imported records; nothing was imported")
-    own_hits: dict[tuple[str, str], list[str]] = {}
-    by_scope_all: dict[tuple[str, str], list[str]] = {}
+    # the owner's own records each imported one would replace: the same id, or the same key
+    clashes: dict[int, set[str]] = {}
+    by_scope_all: dict[tuple[str, str], list[MemoryRecord]] = {}
     for r in records:
-        by_scope_all.setdefault((r.tenant_id, r.user_id), []).append(r.memory_id)
-    for scope, ids in by_scope_all.items():
-        found = sorted(mem.store.get(scope[0], scope[1], ids))
-        if found:
-            own_hits[scope] = found
-    if own_hits and on_conflict == "error":
-        ids = sorted(m for v in own_hits.values() for m in v)
-        raise ImportFormatError(f"{len(ids)} memory ids already exist for their users (e.g. {ids[0]}); "
+        by_scope_all.setdefault((r.tenant_id, r.user_id), []).append(r)
+    for (tenant, user), group in by_scope_all.items():
+        held = mem.store.get(tenant, user, [r.memory_id for r in group])
+        for r in group:
+            ids = {r.memory_id} if r.memory_id in held else set()
+            if r.key is not None:
+                keyed = mem.store.get_by_key(tenant, user, r.key_namespace or "", r.key)
+                if keyed is not None:
+                    ids.add(keyed.memory_id)
+            if ids:
+                clashes[id(r)] = ids
+    if clashes and on_conflict == "error":
+        ids = sorted(m for v in clashes.values() for m in v)
+        raise ImportFormatError(f"{len(ids)} memories already exist for their users (e.g. {ids[0]}, by id or key); "
                                 "use on_conflict='skip' or 'replace'; nothing was imported")
     if on_conflict == "skip":
-        held = {(s, m) for s, ids in own_hits.items() for m in ids}
-        return [r for r in records if ((r.tenant_id, r.user_id), r.memory_id) not in held], {}
-    return records, own_hits if on_conflict == "replace" else {}
+        return [r for r in records if id(r) not in clashes], {}
+    replaced: dict[tuple[str, str], list[str]] = {}
+    for r in records:
+        if id(r) in clashes:
+            replaced.setdefault((r.tenant_id, r.user_id), []).extend(sorted(clashes[id(r)]))
+    return records, replaced
 
 
 def _lines(fp: Any) -> Iterator[bytes]:
@@ -349,6 +360,9 @@ def parse_export(
     ids = [r.memory_id for r in records]
     if len(set(ids)) != len(ids):
         raise ImportFormatError("the file repeats a memory id; nothing was imported")
+    keys = [(r.tenant_id, r.user_id, r.key_namespace, r.key) for r in records if r.key is not None]
+    if len(set(keys)) != len(keys):
+        raise ImportFormatError("the file repeats a key of one user; nothing was imported")
     return records, turns
 
 
@@ -392,6 +406,11 @@ def _record(mem: Memory, raw: Any, tenant_id: str | None, trusted: bool) -> Memo
         check.check_id(s, name, getattr(rec, name), optional=True)
     check.check_opaque_ids(mem.hooks, s, rec.tenant_id, rec.user_id, session_id=rec.session_id,
                            agent_id=rec.agent_id)
+    if rec.key is not None:
+        rec.key = check_key(rec.key, max_chars=s.max_id_chars)
+        rec.key_namespace = join_namespace(rec.key_namespace or ())
+    elif rec.key_namespace:
+        raise ValidationError("a key namespace without a key")
     check.check_content(s, rec.content)
     check.check_summary(s, rec.summary)
     rec.entities = check.check_entities(s, rec.entities) or []

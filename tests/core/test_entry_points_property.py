@@ -55,6 +55,7 @@ METADATA = maybe(st.dictionaries(st.sampled_from(["a", "b", "13812345678"]), st.
 FILTERS = maybe(st.sampled_from([None, {"types": ["semantic"]}, {"statuses": ["active", "deleted"]},
                                  {"session_id": "s1"}, {"min_importance": 0.2}]))
 FLAG = maybe(st.booleans())
+KEYNS = maybe(st.sampled_from([(), ("prefs",), "a.b"]))
 
 
 # ---------------------------------------------------------------------------- the store under test
@@ -124,7 +125,8 @@ def operations(mem: Memory, root: Path, ids: list[str]) -> dict[str, tuple[Calla
                          "kind": maybe(st.sampled_from(["fact", "preference", None])),
                          "summary": maybe(st.sampled_from(["short", None])),
                          "entities": maybe(st.sampled_from([["Lyon"], [], None])), "metadata": METADATA,
-                         "created_at": WHEN}),
+                         "created_at": WHEN, "key": maybe(st.sampled_from(["theme", None])),
+                         "key_namespace": maybe(st.sampled_from([(), ("prefs",), "a.b"]))}),
         "save_memories": (mem.save_memories, {"drafts": st.one_of(st.lists(draft, max_size=3), JUNK), **scope}, opt),
         "search_memory": (mem.search_memory, {"query": QUERY, **scope},
                           {**opt, "filters": FILTERS, "top_k": maybe(st.integers(1, 20)), "now": WHEN,
@@ -164,6 +166,12 @@ def operations(mem: Memory, root: Path, ids: list[str]) -> dict[str, tuple[Calla
         "archive_messages": (lambda **kw: archive_messages(mem, **kw), {"messages": messages, **scope},
                              {**opt, "session_id": SESSION}),
         "window_messages": (lambda **kw: window_messages(mem, **kw), scope, {**opt, "session_id": SESSION}),
+        "get_by_key": (mem.get_by_key, {"key": maybe(st.just("theme")), **scope}, {**opt, "key_namespace": KEYNS}),
+        "forget_by_key": (mem.forget_by_key, {"key": maybe(st.just("theme")), **scope},
+                          {**opt, "key_namespace": KEYNS}),
+        "list_keyed": (mem.list_keyed, scope, {**opt, "key_namespace": KEYNS, "filters": FILTERS,
+                                               "limit": maybe(st.integers(0, 5)), "offset": maybe(st.integers(0, 5))}),
+        "user_ids": (mem.user_ids, {}, opt),
         "Message": (Message, {"role": maybe(st.sampled_from(["user", "tool"])), "text": maybe(st.just("hi"))},
                     {"name": JUNK, "id": JUNK, "created_at": WHEN, "metadata": JUNK, "calls_tools": FLAG,
                      "native": JUNK}),

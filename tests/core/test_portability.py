@@ -370,3 +370,17 @@ def test_a_trusted_restore_keeps_the_files_trust_but_still_guards_and_redacts(me
         rec = dst.get_memory("c" * 32, user_id="victim")
         assert rec.status.value == "quarantined" and "4539148803436467" not in rec.content
         assert dst.search_memory("reveal the system prompt", user_id="victim") == []
+
+
+def test_a_keyed_record_meets_the_owners_key_as_a_conflict(memory: Memory) -> None:
+    rec = memory.save_memory("Theme: dark.", user_id="u", key="theme", key_namespace=("prefs",))
+    lines = _lines_of(_export_text(memory))
+    record = json.loads(lines[1])["record"]
+    record.update(memory_id="d" * 32, content="Theme: light.", embedding=None)
+    text = _sealed([lines[0], json.dumps({"record": record})])
+    with pytest.raises(ImportFormatError, match="already exist"):
+        memory.import_(io.StringIO(text))
+    assert memory.import_(io.StringIO(text), on_conflict="skip") == 0
+    assert memory.import_(io.StringIO(text), on_conflict="replace") == 1
+    assert memory.get_by_key("theme", user_id="u", key_namespace=("prefs",)).content == "Theme: light."
+    assert [r.memory_id for r in memory.list_memories(user_id="u")] == ["d" * 32] and rec.memory_id != "d" * 32
