@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import NotFoundError, ValidationError
 from .records import MemoryRecord, Status
-from .validation import check_filters, check_int, check_text
+from .validation import MAX_ROWS, check_filters, check_int, check_text
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -94,8 +94,8 @@ class KeyedMemory:
         tenant_id = self._tenant(tenant_id)
         prefix = join_namespace(key_namespace)
         f = check_filters(self.settings, filters)
-        limit = check_int("limit", limit, 0, optional=True)
-        return self.store.list_keyed(tenant_id, user_id, prefix, f, limit=limit, offset=check_int("offset", offset, 0))
+        limit = check_int("limit", limit, 0, MAX_ROWS, optional=True)
+        return self.store.list_keyed(tenant_id, user_id, prefix, f, limit=limit, offset=check_int("offset", offset, 0, MAX_ROWS))
 
     def user_ids(self: Memory, *, tenant_id: str | None = None) -> list[str]:
         """The users of a tenant that hold memories, for tenant-wide (administrative) tooling."""

@@ -455,8 +455,8 @@ class Memory(KeyedMemory):
         user_id = self._user(user_id)
         tenant_id = self._tenant(tenant_id)
         f = check.check_filters(self.settings, filters)
-        limit = check.check_int("limit", limit, 0, optional=True)
-        offset = check.check_int("offset", offset, 0)
+        limit = check.check_int("limit", limit, 0, check.MAX_ROWS, optional=True)
+        offset = check.check_int("offset", offset, 0, check.MAX_ROWS)
         return self.store.list(tenant_id, user_id, f, limit=limit, offset=offset)
 
     def history(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> list[dict[str, Any]]:

@@ -56,11 +56,15 @@ __all__ = [
     "check_texts",
     "check_opaque_ids",
     "SafeProgress",
+    "MAX_ROWS",
 ]
 
 _E = TypeVar("_E")
 
 log = logging.getLogger(__name__)
+
+#: the largest limit or offset of a listing (SQLite's integers are 64-bit)
+MAX_ROWS = 2**63 - 1
 
 #: NUL and lone surrogates: SQLite keeps a NUL as a string terminator in places, and a surrogate
 #: cannot be written as UTF-8, so a record holding one breaks every export of its owner

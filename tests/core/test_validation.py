@@ -170,3 +170,13 @@ def test_reindex_checks_its_arguments_before_dropping_the_index(memory: Memory) 
     assert memory.reindex(progress=_Bar) == 2  # a bar that fails later never stops the rebuild
     assert memory.index.count() == 2
     assert memory.search_memory("when is the boiler serviced", user_id="u")
+
+
+def test_listing_bounds_beyond_sqlite_integers_are_refused(memory: Memory) -> None:
+    memory.save_memory("A single memory.", user_id="u")
+    for kwargs in (dict(offset=2**70), dict(limit=2**70), dict(offset=-1), dict(limit=True)):
+        with pytest.raises(ValidationError):
+            memory.list_memories(user_id="u", **kwargs)
+        with pytest.raises(ValidationError):
+            memory.list_keyed(user_id="u", **kwargs)
+    assert len(memory.list_memories(user_id="u", limit=2**63 - 1)) == 1
