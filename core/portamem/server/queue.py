@@ -2,12 +2,13 @@
 
 Every write request becomes an operation in one bounded queue, drained by one writer thread.
 The writer takes everything waiting (up to ``max_batch`` operations) and applies it as a batch:
-saves of one user (and key) are merged into one ``save_memories`` call, so one transaction
-carries many requests (group commit); any other write of that user (forget, update, a turn...)
-first applies that user's saves gathered so far, so each user's writes land in arrival order.
+the saves of all users go to ``Memory.save_many`` in one transaction per key (group commit; where a
+memory has no ``save_many``, one ``save_memories`` transaction per user); any other write (forget,
+update, a turn...) first commits the saves gathered before it that it may depend on, so each
+user's writes land in arrival order.
 A request is answered only after its transaction committed, so an acknowledged write survives a
-crash. A merged group that fails (one bad draft) is applied again request by request, so each
-request gets its own answer. When ``max_pending`` operations wait, ``submit`` raises
+crash. Each request gets its own answer: ``save_many`` reports a bad request alone, and a merged
+``save_memories`` group that fails is applied again request by request. When ``max_pending`` operations wait, ``submit`` raises
 ``OverloadedError`` (HTTP 429) at once instead of buffering without bound.
 
 Reads are audited too, without a transaction each: their rows are buffered (bounded) and the
@@ -26,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import writing
 from ..audit import acting_as, current_actor
 from ..errors import OverloadedError, StoreError
 from ..memory import Memory
@@ -172,21 +174,48 @@ class WriteQueue:
         self.stats.batches += 1
         self.stats.operations += len(batch)
         self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
-        groups: dict[tuple[str, str, str], list[_Op]] = {}
+        saves: list[_Op] = []
         for op in batch:
             if op.drafts is not None:
-                assert op.user is not None
-                groups.setdefault((*op.user, op.actor), []).append(op)
+                saves.append(op)
                 continue
             # a non-save write waits for the saves before it: of its user, or of everyone when tenant-wide
-            for key in [k for k in groups if op.user is None or k[:2] == op.user]:
-                self._save_group(groups.pop(key))
+            if any(op.user is None or s.user == op.user for s in saves):
+                self._save(saves)
+                saves = []
             self._call(op)
-        for ops in groups.values():
-            self._save_group(ops)
+        self._save(saves)
+
+    def _save(self, ops: list[_Op]) -> None:
+        """Commit waiting saves: one ``save_many`` transaction per key where the memory has it."""
+        by_actor: dict[str, list[_Op]] = {}
+        for op in ops:
+            by_actor.setdefault(op.actor, []).append(op)
+        save_many = getattr(self.memory, "save_many", None)
+        request_type = getattr(writing, "SaveRequest", None)
+        for actor, group in by_actor.items():
+            if save_many is None or request_type is None:
+                users: dict[UserKey, list[_Op]] = {}
+                for op in group:
+                    users.setdefault(op.user, []).append(op)
+                for same_user in users.values():
+                    self._save_group(same_user)
+                continue
+            try:
+                with acting_as(actor):
+                    results = save_many([request_type(user_id=op.user[1], memories=op.drafts,  # type: ignore[index]
+                                                      tenant_id=op.user[0]) for op in group])  # type: ignore[index]
+            except BaseException as exc:  # the commit itself failed: none of them was written
+                for op in group:
+                    _settle(op, exc=exc)
+                continue
+            finally:
+                self.stats.transactions += 1
+            for op, result in zip(group, results):
+                _settle(op, value=list(result.records), exc=result.error)
 
     def _save_group(self, ops: list[_Op]) -> None:
-        """One transaction for every save of one user in the batch; request by request if it fails."""
+        """One transaction for the saves of one user; request by request if it fails."""
         tenant_id, user_id = ops[0].user  # type: ignore[misc]
         drafts = [d for op in ops for d in op.drafts or ()]
         try:
