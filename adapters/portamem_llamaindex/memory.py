@@ -29,7 +29,7 @@ class _Scope(BaseModel):
     _memory: Optional[Memory] = PrivateAttr(default=None)
 
     def __init__(self, memory: Optional[Memory] = None, **data: Any) -> None:
-        if memory is not None and data.get("path") is None:
+        if isinstance(memory, Memory) and data.get("path") is None:  # a RemoteMemory has no path to reopen
             data["path"] = memory.settings.path
         super().__init__(**data)
         self._memory = memory

@@ -322,6 +322,37 @@ class RemoteMemory:
                 "metadata": None if metadata is None else _jsonable(metadata)}
         return _Call("PATCH", f"/v1/memories/{_segment(memory_id)}", body, decode=wire.load_record)
 
+    # ------------------------------------------------------------------ keyed memories
+    def _get_by_key(self, key: str, *, user_id: str, key_namespace: str | Sequence[str] = (),
+                    tenant_id: str | None = None) -> _Call:
+        """The memory stored under ``(key_namespace, key)``, or ``NotFoundError``."""
+        self._tenant(tenant_id)
+        return _Call("GET", "/v1/keyed", params={"user_id": user_id, "key": key,
+                                                 "key_namespace": _namespace(key_namespace)},
+                     decode=wire.load_record)
+
+    def _forget_by_key(self, key: str, *, user_id: str, key_namespace: str | Sequence[str] = (),
+                       tenant_id: str | None = None) -> _Call:
+        """Soft-delete the memory under a key; returns its id."""
+        self._tenant(tenant_id)
+        return _Call("DELETE", "/v1/keyed", params={"user_id": user_id, "key": key,
+                                                    "key_namespace": _namespace(key_namespace)},
+                     decode=lambda b: str(b["forgotten"]))
+
+    def _list_keyed(self, *, user_id: str, key_namespace: str | Sequence[str] = (),
+                    filters: SearchFilters | Mapping[str, Any] | None = None, limit: int | None = None,
+                    offset: int = 0, tenant_id: str | None = None) -> _Call:
+        """One user's keyed memories in a namespace or below it, in write order."""
+        self._tenant(tenant_id)
+        body = {"user_id": user_id, "key_namespace": _namespace(key_namespace), "filters": _filters(filters),
+                "limit": limit, "offset": offset}
+        return _Call("POST", "/v1/keyed/list", body, decode=lambda b: [wire.load_record(r) for r in b["records"]])
+
+    def _user_ids(self, *, tenant_id: str | None = None) -> _Call:
+        """The users of the tenant that hold memories (needs a tenant-wide key)."""
+        self._tenant(tenant_id)
+        return _Call("GET", "/v1/users", decode=lambda b: list(b["users"]))
+
     # ------------------------------------------------------------------ working window
     def _add_turn(self, user: str, assistant: str, *, user_id: str, session_id: str = "default",
                   metadata: Mapping[str, Any] | None = None, tenant_id: str | None = None,
@@ -387,6 +418,10 @@ class RemoteMemory:
     clear_context, aclear_context = _twins(_clear_context)
     archive_messages, aarchive_messages = _twins(_archive_messages)
     audit_scan, aaudit_scan = _twins(_audit_scan)
+    get_by_key, aget_by_key = _twins(_get_by_key)
+    forget_by_key, aforget_by_key = _twins(_forget_by_key)
+    list_keyed, alist_keyed = _twins(_list_keyed)
+    user_ids, auser_ids = _twins(_user_ids)
     maintain, amaintain = _twins(_maintain)
 
     # ------------------------------------------------------------------ export / import (streamed)
@@ -449,6 +484,17 @@ class RemoteMemory:
     def stats(self) -> dict[str, Any]:
         """The server's write-queue counters."""
         return dict(self._run(_Call("GET", "/v1/stats")))
+
+
+def _namespace(namespace: str | Sequence[str]) -> str:
+    """A namespace in its one-string form (labels joined by "."); the server validates the labels."""
+    if isinstance(namespace, str):
+        return namespace
+    if not isinstance(namespace, (list, tuple)) or not all(isinstance(x, str) for x in namespace):
+        raise ValidationError("a key namespace must be a string or a tuple of strings")
+    if any("." in x or not x for x in namespace):
+        raise ValidationError(f"namespace labels must be non-empty and must not contain '.': {namespace!r}")
+    return ".".join(namespace)
 
 
 def _segment(memory_id: str) -> str:

@@ -491,6 +491,7 @@ class Memory(KeyedMemory):
     ) -> list[str]:
         found = self.store.get(tenant_id, user_id, ids)
         now = now or utcnow()
+        actor = current_actor.get() if actor == "api" else actor  # the server's key id, when a key asked
         changed = [m for m, r in found.items() if r.status is not Status.DELETED]
         extra = {} if superseded_by is None else {"superseded_by": superseded_by}
         with self.store.transaction() as conn:

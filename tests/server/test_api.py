@@ -122,3 +122,23 @@ def test_keyed_writes_over_http_upsert_one_key(remote: RemoteMemory, user: str) 
     again = remote.save_memory("Feature A is off.", user_id=user, key="a", key_namespace=["features"])
     assert twin.memory_id != first.memory_id and again.memory_id == first.memory_id
     assert (again.key_namespace, again.key, again.content) == ("features", "a", "Feature A is off.")
+
+
+def test_keyed_reads_and_forgets_over_http(server: ServerProcess, remote: RemoteMemory,
+                                           connect: Callable[..., RemoteMemory], user: str) -> None:
+    saved = remote.save_memory("Dark mode on.", user_id=user, key="theme", key_namespace=("prefs", "ui"))
+    remote.save_memory("Language: Portuguese.", user_id=user, key="lang", key_namespace="prefs")
+    assert remote.get_by_key("theme", user_id=user, key_namespace="prefs.ui").memory_id == saved.memory_id
+    assert [r.key for r in remote.list_keyed(user_id=user, key_namespace=("prefs",))] == ["theme", "lang"]
+    assert user in remote.user_ids()
+    assert remote.forget_by_key("theme", user_id=user, key_namespace=("prefs", "ui")) == saved.memory_id
+    with pytest.raises(NotFoundError):
+        remote.get_by_key("theme", user_id=user, key_namespace=("prefs", "ui"))
+    with pytest.raises(ValidationError):
+        remote.get_by_key("theme", user_id=user, key_namespace=("bad.label",))
+    scoped = connect(server.key("acme", users=["someone-else"]))
+    with pytest.raises(NotFoundError) as outside:
+        scoped.get_by_key("lang", user_id=user, key_namespace="prefs")
+    with pytest.raises(NotFoundError) as absent:
+        remote.get_by_key("nope", user_id=user, key_namespace="prefs")
+    assert str(outside.value) == str(absent.value).replace("nope", "lang")

@@ -328,6 +328,42 @@ def create_app(state: ServerState) -> FastAPI:
                                                    metadata=b.metadata),
                  "Rewrite a memory's content and/or metadata, keeping its id and history.")
 
+    # ------------------------------------------------------------------ keyed memories
+    KeyQ = Annotated[str, Query(min_length=1, max_length=256)]
+    NamespaceQ = Annotated[str, Query(max_length=1024, description="labels joined by '.'")]
+
+    @app.get("/v1/keyed", tags=["keyed"])
+    async def get_by_key(user_id: UserQ, key: KeyQ, who: Who, key_namespace: NamespaceQ = "") -> dict[str, Any]:
+        """The memory stored under (key_namespace, key)."""
+        record = await on_memory(who, user_id, [key], lambda: read(
+            who, "read.get_by_key", mem.get_by_key, key, user_id=user_id, key_namespace=key_namespace,
+            tenant_id=who.tenant_id, detail={"key": key, "key_namespace": key_namespace}))
+        return wire.dump_record(record)
+
+    @app.delete("/v1/keyed", tags=["keyed"])
+    async def forget_by_key(user_id: UserQ, key: KeyQ, who: Who, key_namespace: NamespaceQ = "") -> dict[str, Any]:
+        """Soft-delete the memory under a key; a later write under it revives the key."""
+        who.check_write()
+        memory_id = await on_memory(who, user_id, [key], lambda: write(who, lambda: mem.forget_by_key(
+            key, user_id=user_id, key_namespace=key_namespace, tenant_id=who.tenant_id), user_id=user_id))
+        return {"forgotten": memory_id}
+
+    @app.post("/v1/keyed/list", tags=["keyed"])
+    async def list_keyed(body: s.KeyedListRequest, who: Who) -> dict[str, Any]:
+        """One user's keyed memories in a namespace or below it, in write order."""
+        who.check_user(body.user_id)
+        records = await read(who, "read.list_keyed", mem.list_keyed, user_id=body.user_id,
+                             key_namespace=body.key_namespace, filters=body.filters, limit=body.limit,
+                             offset=body.offset, tenant_id=who.tenant_id)
+        return {"records": [wire.dump_record(r) for r in records]}
+
+    @app.get("/v1/users", tags=["tenant"])
+    async def user_ids(who: Who) -> dict[str, Any]:
+        """The users of the key's tenant that hold memories (a tenant-wide key)."""
+        tenant_wide(who, "listing the tenant's users")
+        return {"users": await read(who, "read.users", lambda user_id: mem.user_ids(tenant_id=who.tenant_id),
+                                    user_id=None)}
+
     # ------------------------------------------------------------------ working window
     @app.post("/v1/turns", tags=["window"])
     async def add_turn(body: s.TurnRequest, who: Who) -> dict[str, Any]:

@@ -20,6 +20,7 @@ __all__ = [
     "BatchSaveRequest",
     "SearchRequest",
     "ListRequest",
+    "KeyedListRequest",
     "UserRequest",
     "ForgetRequest",
     "RefreshRequest",
@@ -84,6 +85,14 @@ class SearchRequest(_Body):
 
 class ListRequest(_Body):
     user_id: str = UserId
+    filters: dict[str, Any] | None = None
+    limit: int | None = Field(default=None, ge=1, le=10_000)
+    offset: int = Field(default=0, ge=0, le=2**53)
+
+
+class KeyedListRequest(_Body):
+    user_id: str = UserId
+    key_namespace: str | list[str] = Field(default="", max_length=1024)
     filters: dict[str, Any] | None = None
     limit: int | None = Field(default=None, ge=1, le=10_000)
     offset: int = Field(default=0, ge=0, le=2**53)
