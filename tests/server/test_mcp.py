@@ -45,3 +45,28 @@ async def test_the_tools_save_search_explain_and_forget_for_one_user(memory: Mem
         blank = await client.call_tool("save_memory", {"content": "   "})
         assert blank.is_error
     assert [r.content for r in memory.list_memories(user_id="alice")] == []
+
+
+async def test_portamem_mcp_on_stdio_over_a_server(server: object) -> None:
+    """``portamem mcp --url ...`` as an agent launches it: a subprocess on stdio, its memory on the server."""
+    import os
+    import sys
+
+    from mcp import StdioServerParameters
+
+    from portamem import RemoteMemory
+
+    key = server.key("mcp-tenant", users=["dana"])  # type: ignore[attr-defined]
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "portamem", "--url", server.url, "mcp", "--user", "dana"],  # type: ignore[attr-defined]
+        env={**os.environ, "PORTAMEM_API_KEY": key},
+    )
+    async with Client(params) as client:
+        saved = payload(await client.call_tool("save_memory", {"content": "Dana's bakery opens at 7am."}))
+        found = payload(await client.call_tool("search_memory", {"query": "when does the bakery open"}))
+        assert found["memories"][0]["memory_id"] == saved["memory_id"]
+    with RemoteMemory(server.url, key) as mem:  # type: ignore[attr-defined]
+        record = mem.get_memory(saved["memory_id"], user_id="dana")
+        assert record.tenant_id == "mcp-tenant"
+        assert {h["actor"] for h in mem.history(record.memory_id, user_id="dana")} == {key.split("_")[1]}
