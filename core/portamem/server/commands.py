@@ -74,7 +74,10 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
         marker.write_text(json.dumps({"url": url, "pid": os.getpid(), "started_at": time.time()}), encoding="utf-8")
         print(f"portamem serving {settings.path} on {url}"
               + ("" if keys.active_count() else " (no API keys: open to loopback callers)"), flush=True)
-        server.run(sockets=[sock])
+        try:
+            server.run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it drained the queue for
+            pass
     finally:
         try:
             if json.loads(marker.read_text(encoding="utf-8")).get("pid") == os.getpid():
