@@ -61,7 +61,8 @@ _DVERB = (
     r"emphasi[sz]e|stress|highlight|note|claim|assert|point|promote|integrate|incorporate|urge|encourage|invite|"
     r"provide|use|replace|remove|misspell|introduce|scramble|jumble|group|combine|convert|translate|encode|"
     r"substitute|begin|start|end|finish|conclude|sign|request|list|print|output|reveal|show|display|repeat|"
-    r"attach|link|direct|offer|tease|hint|inform|warn|advise|modify|augment|enhance|express|render|embed|"
+    r"attach|link|direct|offer|tease|hint|inform|warn|advise|modify|augment|enhance|express|render|embed|explain|"
+    r"describe|discuss|argue|praise|critici[sz]e|share|compose|"
     r"respond|reply|answer|make|give|keep|rearrange|reverse|spell|type|shuffle|split|separate|capitali[sz]e|do not|"
     r"don't|never|always|only)"
 )
@@ -73,22 +74,72 @@ _EDIT_OUT = _c(rf"{_IMP}(?:modify|augment|enhance|rewrite|format|begin|start|end
                rf"translate|render|encode|write|give|deliver|provide|present|make|keep|structure|phrase|sign|close|"
                rf"reverse|scramble|misspell|fill|pepper|spice up|convert)\s+your (?:[\w'-]+ ){{0,2}}?{_OUT}\b")
 _OUT_MUST = _c(rf"\byour {_OUT} (?:must|should|shall|has to|needs to|will|is to) (?:\w+ ){{0,2}}?(?:include|contain|"
-               rf"mention|start|begin|end|be|say|state|feature|have)\b")
+               rf"mention|start|begin|end|open|close|read|say|state|feature|have|use|list|recommend|promote|tell|link|"
+               rf"be (?:in|written|formatted|translated|given|only|entirely|an?|all)|sound)\b")
 _EVERY_OUT = _c(rf"{_IMP}{_DVERB}\b[^.!?\n]{{0,60}}?\b(?:every|each|all|any) (?:of your )?{_OUT}\b")
 _DVERB_RE = _c(rf"\b{_DVERB}\b")
 #: "when you respond", "before answering", "instead of summarizing"
 _WHEN = _c(
     r"\bwhen(?:ever)? (?:you )?(?:answer|respond|reply|summari[sz]e|generate|draft)\w*\b|"
-    r"\bwhen (?:answering|responding|replying|summari[sz]ing)\b|"
+    r"\b(?:when|while|as you are|whilst) (?:answering|responding|replying|summari[sz]ing|writing (?:back|your \w+))\b|"
     r"\bwhen (?:you )?(?:write|give|produce|prepare) (?:your|the|a) (?:answer|response|reply|summary)\b|"
     r"\b(?:before|after) (?:answering|responding|replying|summari[sz]ing|you (?:answer|respond|reply|summari[sz]e))\b|"
     r"\b(?:instead of|rather than) (?:answering|responding|replying|summari[sz]ing|(?:the|a) (?:requested|usual) \w+|"
-    r"(?:doing )?what the user asked)\b"
+    r"(?:doing )?what the user asked)\b|\b(?:instead of|rather than) \w+ing (?:with |to |on )?(?:the|this|their|the user's) "
+    r"(?:question|request|task|query|problem)\b"
 )
 _IMP_VERB = _c(rf"{_IMP}{_DVERB}\b")
 #: "reply in Morse code only", "respond only in Spanish"
 _FORMAT_ORDER = _c(rf"{_IMP}(?:answer|respond|reply|write|speak|talk|communicate|translate \w+)\b(?: \w+){{0,3}}? "
                    rf"(?:only |entirely |exclusively |solely )?(?:in|with|using) (?:\w+ ){{0,2}}?(?:\w+)")
+#: the assistant's output named without "your": "the answer you give", "whatever you write next"
+_YOUR_OUT = _c(rf"\byour (?:[\w'-]+ ){{0,2}}?{_OUT}\b|\b(?:the|any|every|each) {_OUT} (?:that )?you (?:give|write|produce|send|generate|provide|make)\b|"
+               rf"\bwhatever you (?:write|say|answer|reply|output|produce|generate|send)\b|\byour next {_OUT}\b|"
+               rf"\b(?:respond|reply|answer|write back) to the user\b")
+#: "the response must ...", "summaries of this page should ...", "whoever writes the reply"
+_THE_OUT_MUST = _c(rf"\b(?:the|any|every|each|all) (?:[\w'-]+ )?(?:{_OUT}|summaries)(?: of this \w+)? (?:must|should|shall|"
+                   rf"has to|have to|needs to|need to|is to|are to)\b|\b(?:summaries|answers|responses|replies) (?:of|to|about) "
+                   rf"this \w+ (?:must|should|shall|have to|need to)\b")
+_WHOEVER = _c(rf"\b(?:whoever|anyone|anybody|whatever|everyone) (?:\w+ )?(?:generates|writes|produces|drafts|creates|is "
+              rf"writing|reads) (?:the|this|a|any) (?:{_OUT}|summary|text)\b")
+_RESPOND_BY = _c(r"\b(?:respond|reply|answer|react)(?: to (?:the|this|their) \w+)? by (?:telling|asking|saying|suggesting|"
+                 r"urging|warning|sending|directing|inviting|encouraging|informing|reminding|recommending)\b")
+#: the answer named with "the": weaker, "the answer" is also just the solution to something
+_THE_OUT = _c(rf"\b(?:into|in|to|within|at the (?:end|top|start|bottom) of) the {_OUT}\b|\b(?:render|format|rewrite|"
+              rf"translate|sign|end|finish|close|begin|start|make) the {_OUT}\b|\bthe {_OUT} (?:ends|starts|begins|opens|"
+              rf"closes|includes|contains|mentions|links|says|recommends)\b")
+_PAST_OUT = _c(r"\byour (?:very )?(?:last|previous|earlier|prior|first|second|old|original) ")
+#: another "your ..." in the sentence: the writer asks the reader for the reader's own things
+_OWN_INFO = _c(rf"\byour (?!(?:[\w'-]+ ){{0,2}}?{_OUT}\b)[\w'-]+")
+#: the assistant called by name: "assistant, ...", "AI reading this: ..."
+_VOCATIVE = _c(r"^[\W_]*(?:dear |hey |attention,? )?(?:assistant|ai assistant|chatbot|llm|chatgpt|claude|copilot|gemini)"
+               r"\s*[,:]")
+_READING_THIS = _c(r"\b(?:ai|assistant|llm|language model|chatbot|bot|model|agent)s? (?:reading|processing|summari[sz]ing|"
+                   r"parsing|reviewing|analy[sz]ing|seeing) this\b")
+#: a question asks; an order tells
+_ASKED = _c(r"[?？]\s*$|^[\W_]*(?:can|could|would|will|may) (?:you|i)\b|吗\s*[？?]?\s*$|^(?:你|您)?(?:能不能|能否|可以|可不可以|能)")
+#: "your message" is also what people write to each other: it counts only with a format hijack
+_IN_MESSAGE = _c(r"\b(?:in|into|to|of|using|with) your (?:[\w'-]+ )?(?:message|text|words)\b|\brender your message\b")
+#: "replace every third letter ...", "jumble up the letters ...": an order to transform text
+_TRANSFORM = _c(rf"{_IMP}(?:replace|substitute|convert|swap|encode|encrypt|scramble|jumble|rearrange|misspell|reverse|"
+                rf"remove|group|combine|anagram|capitali[sz]e|shuffle)\b")
+#: first words that make a sentence something other than an order ("thanks for your reply")
+_NOT_ORDER = frozenset(
+    "i i'm i've i'd we he she they it it's thanks thank the this that these those my our his her their a an there here "
+    "what how why when where who which did do does is are was were can could would will should hope looking sorry so "
+    "but loved love liked great nice glad happy you you're yes no ok okay well just really got had have has been "
+    "congrats congratulations wow haha lol hey hi hello dear your yours".split())
+_FIRST_WORD = re.compile(r"[a-z][a-z']*")
+
+
+def _imperative(s: str) -> bool:
+    """Whether a sentence opens like an order: its first word is not a pronoun, article, greeting or auxiliary."""
+    rest = s.lstrip(" \t-*•>\"'([")
+    m = _FIRST_WORD.match(rest)
+    return (m is not None and m.group(0) not in _NOT_ORDER and not m.group(0).endswith("ed")
+            and not rest[m.end():].lstrip().startswith(":"))  # "subject: ...", "note: ..." label a line
+
+
 _THE_USER = _c(r"\b(?:the user's|users'|the user)\b|(?:用户|用戶)的")
 #: "tell the user", "suggest users", "remind readers"
 _AUDIENCE_USER = _c(rf"{_IMP}(?:tell|inform|remind|ask|advise|warn|notify|urge|instruct|direct|convince|persuade|"
@@ -98,20 +149,25 @@ _AUDIENCE = _c(
     rf"encourage|invite|recommend(?: to)?|point|push)\s+(?:all |our |the |your )?(?:users|readers|customers|visitors|"
     rf"people|everyone|everybody|anyone)\b"
 )
+_FOR_AUDIENCE = _c(r"\b(?:for|to|encouraging|inviting|urging|asking|reminding|telling|directing|pointing)\s+(?:all |our |the )?"
+                   r"(?:users|readers|customers|visitors|people|everyone|anyone|the user|the reader)\b")
 #: "answer the question", "ignore the user's request", "do not answer the question"
 _QUESTION = _c(r"\b(?:answer|respond to|reply to|address) (?:the|this|their|the user's|users') (?:question|query|"
                r"request|prompt)s?\b")
 _SKIP_TASK = _c(r"\b(?:ignore|skip|disregard|forget|drop)\s+(?:the\s+)?(?:user's\s+|users'\s+|original\s+)?(?:question|"
-                r"request|query|task|instructions?)\b|\bdo not (?:answer|summari[sz]e|respond to) (?:the|this|their)\b")
+                r"request|query|task|instructions?)\b|\b(?:do not|don't|never) (?:answer|summari[sz]e|respond to|address)"
+                r" (?:the|this|their|what (?:was|is|they|the user|you were))\b(?! (?:phone|door|call)s?\b)")
 _FORMAT = _c(
-    r"\b(?:(?:only|entirely|exclusively|solely|purely|completely) )?in (?:french|spanish|german|italian|portuguese|"
+    r"\b(?:(?:only|entirely|exclusively|solely|purely|completely) )?(?:in|into|to) (?:french|spanish|german|italian|portuguese|"
     r"russian|japanese|chinese|korean|arabic|hindi|dutch|swedish|polish|turkish|latin|greek|hebrew|morse(?: code)?|"
     r"base64|binary|hex(?:adecimal)?|emojis?|capital letters|all caps|upper-?case|lower-?case|pig latin|leetspeak|"
-    r"rot13|reverse(?: order)?|verse|rhymes?|riddles?|code words|pirate speak|shakespearean english)\b|"
-    r"\b(?:only (?:emojis?|symbols|numbers)|emojis? only|backwards|reversed?\b|misspell\w*|typos?\b|anagram\w*|"
+    r"rot13|reverse(?: order)?|verse|rhymes?|riddles?|code words|pirate speak|shakespearean english|json|xml|yaml|"
+    r"markdown|html|csv|klingon|elvish|esperanto|old english|a foreign language|another language)\b|"
+    r"\b(?:only (?:emojis?|symbols|numbers)|emojis?|emoticons?|backwards|reversed?\b|misspell\w*|typos?\b|anagram\w*|"
     r"scrambl\w+|jumbl\w+|without (?:any )?spaces|remove (?:all )?(?:the )?spaces|vowels?|every (?:second|third|"
     r"fourth|other) (?:word|letter)|letters? with|capital letters|rhyming|pirate|morse|base64|encode|cipher|"
-    r"substitut\w+|homophon\w+|alphanumeric|blocks of \w+|sets of \w+|groups? of \w+|uppercase|all caps)\b"
+    r"substitut\w+|homophon\w+|alphanumeric|blocks of \w+|sets of \w+|groups? of \w+|uppercase|all caps|letters?|"
+    r"consonants?|characters|symbols|punctuation|spaces)\b"
 )
 _URL = _c(r"(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|biz|info|xyz|top|club|shop|store|app|co|"
           r"cn|ru|me|site|online|download|help|example|test|click|link|live|win|vip)\b(?!\.\w)|[\w.+-]+@[\w-]+\.\w+")
@@ -123,16 +179,21 @@ _SECRET = (r"(?:bank (?:details|account(?: number| details)?|information|info|lo
            r"(?:number|details|info))?|card (?:number|details|info)|cvv|cvc|security code|pin\b|passwords?|"
            r"passcodes?|login (?:credentials|details)|credentials|social security(?: number)?|ssn|date of birth|"
            r"home address|account number|routing number|personal (?:information|details|data)|id number|passport|"
-           r"one-time code|verification code|2fa code|expiry date)")
+           r"one-time (?:code|password)|otp|verification code|2fa code|expiry date|maiden name|last (?:four|4) digits)")
+#: moving money on someone's word: "wire $500 to account 12345678"
+_MONEY = _c(r"\b(?:wire|transfer|send|pay|deposit)\b[^.!?\n]{0,20}?(?:[$€£¥]\s?\d|\d+\s?(?:usd|eur|dollars|euros|pounds|"
+            r"bitcoin|btc))[^.!?\n]{0,40}?\b(?:account|iban|wallet|address|number)\b|\b(?:gift cards?|bitcoin|crypto)\b[^.!?\n]"
+            r"{0,30}?\b(?:pay|send|buy)\b")
 _PHISH = _c(rf"\b(?:share|enter|submit|provide|send|confirm|verify|update|type|give|reveal|disclose|pay|re-?enter|"
-            rf"input|fill in|hand over)\b[^.!?\n]{{0,60}}?{_SECRET}|\b(?:request|ask for|asking for|collect)\b"
+            rf"reply with|respond with|tell you|give you|read out|"
+            rf"input|fill in|hand over)\b[^.!?\n]{{0,60}}?{_SECRET}|\b(?:request\w*|ask(?:ing)?(?: \w+){{0,2}} for|collect\w*)\b"
             rf"[^.!?\n]{{0,40}}?{_SECRET}")
 _OWNER = r"(?:the user's|user's|the customer's|customer's|users'|the user|their|his|her)"
 _PRIVATE = (r"(?:(?:full |home |current |saved |earlier |previous |stored |private |personal |postal )?(?:address(?:es)?|"
             r"email address(?:es)?|phone numbers?|mobile numbers?|credit card(?: numbers?)?|card numbers?|bank "
             r"(?:details|account)|account (?:numbers?|balance)|passwords?|location|calendar|chat history|conversation "
             r"history|messages|date of birth|id numbers?|contacts|api keys?|secrets|full name))")
-_LEAK_STRONG = _c(rf"{_IMP}(?:print|output|list|reveal|repeat|write down|dump|expose|leak|disclose|tell me|give me|"
+_LEAK_STRONG = _c(rf"{_IMP}(?:print|output|list|reveal|repeat|write down|dump|expose|leak|disclose|tell me|give me|provide|"
                   rf"send me|show me|show|display)\b[^.!?\n]{{0,30}}?\b{_OWNER} {_PRIVATE}\b|"
                   rf"{_IMP}(?:tell me|give me|send me|show me|print|output|list|reveal|repeat|dump)\b (?:the |all |any )?"
                   rf"{_PRIVATE} (?:that |which )?(?:the user|they|he|she|the customer) (?:has |had )?(?:mentioned|shared|"
@@ -141,11 +202,21 @@ _LEAK_WEAK = _c(rf"\b(?:include|add|show|attach|append|mention|insert|write)\b[^
 _HISTORY = _c(rf"{_IMP}(?:print|output|repeat|recite|dump|list|reveal|show)\b[^.!?\n]{{0,30}}?\b(?:the |this |all )?"
               rf"(?:conversation|chat) history|(?:print|output|repeat|recite|list)\b[^.!?\n]{{0,30}}?\b(?:the |all )?"
               rf"(?:user's|users') (?:earlier |previous |past )?(?:messages|questions|inputs)|"
-              rf"\b(?:api keys?|passwords?|secrets) (?:you have|you've) seen")
-_CLAIM = _c(r"\b(?:claim|assert|state|say|insist|declare|announce|saying|stating|claiming|tell|inform|remind|warn|"
+              rf"\b(?:api keys?|passwords?|secrets) (?:you have|you've) seen|"
+              rf"{_IMP}(?:write out|write down|print|output|list|reveal|repeat|dump|show|collect|extract)\b[^.!?\n]{{0,30}}?"
+              rf"\b(?:passwords?|api keys?|secrets|tokens|credentials|card numbers?)\b[^.!?\n]{{0,40}}?\b(?:in|from) (?:this|the) "
+              rf"(?:conversation|chat|thread|session|context)\b|"
+              rf"{_IMP}(?:print|output|repeat|recite|dump|reveal|show|list|copy|paste)\b[^.!?\n]{{0,30}}?\b(?:the |this |"
+              rf"all |any )?(?:full |whole |entire |previous )?(?:conversation|chat|thread|dialogue|transcript|system "
+              rf"(?:messages?|prompts?)|messages so far)\b|"
+              rf"{_IMP}(?:print|output|list|reveal|dump|show|send|copy)\b[^.!?\n]{{0,30}}?{_PRIVATE}[^.!?\n]{{0,12}}?\b"
+              rf"(?:of|from) (?:everyone|everybody|all (?:the )?(?:users|participants|members)|other users)\b")
+_CLAIM = _c(r"\b(?:saying|stating|claiming|announcing|declaring)\b|"
+            r"\b(?:claim|assert|state|say|insist|declare|announce|tell|inform|remind|warn|"
             r"mention|note|add|include|write|explain|let \w+ know|convince|persuade)\b[^.!?\n]{0,40}?\bthat\b|"
             r"\b(?:claim|assertion|statement|sentence|note|headline|warning|reminder|recommendation|appeal|tip|quote|"
-            r"phrase|paragraph|message)\b")
+            r"phrase|paragraph|message|news|announcement|alert|words)\b|\b(?:highlight\w*|emphasi[sz]\w*|stress(?:es|ing)?|express\w*|hint\w*|tease\w*|"
+            r"suggest\w*|urg(?:e|es|ing)|invit\w+|encourag\w+|gratitude|praise|scandal|shocking|urgency)\b")
 _QUOTED = re.compile(r"[\"“”「」『』][^\"“”「」『』\n]{4,}[\"“”「」『』]")
 _LEAK_OWNER = _c(r"\b(?:the user|user's|users'|the customer|customer's)\b|用户|用戶|客户|客戶")
 _LEAK_ANY = _c(rf"\b(?:list|print|output|reveal|repeat|dump|expose|leak|disclose|show|tell me|give me|include|add)\b"
@@ -160,35 +231,43 @@ _TASK = _c(r"\b(?:write|compose|tell|give|list|describe|explain|add|draft|sing|c
 # ---------------------------------------------------------------------- Chinese building blocks
 _ZOUT = r"(?:回答|回复|回覆|答复|答覆|答案|输出|輸出|总结|總結|摘要|解答|答复内容|回应|回應)"
 _ZIN_OUT = re.compile(rf"(?:在|于|於)?(?:你|您)(?:的|所)?{_ZOUT}(?:内容)?(?:中|里|裡|里面|內|内|末尾|结尾|結尾|开头|開頭|最后|"
-                      rf"最後|前面|后面|後面)|(?:在|于)(?:{_ZOUT})(?:的)?(?:中|里|裡|末尾|结尾|結尾|开头|開頭|最后|最後)")
+                      rf"最後|前面|后面|後面)|(?:在|于)?(?:{_ZOUT})(?:的)?(?:中|里|裡|末尾|结尾|結尾|开头|開頭|最后|最後|第一句|最后一句|"
+                      rf"最下面|最上面|底部|顶部|頂部)")
 _ZWHEN = re.compile(rf"{_ZOUT}(?:用户|用戶)?(?:的)?(?:问题|問題)?(?:时|時|的时候|的時候|之前|前|之后|之後|完后|完後|完之后)|"
-                    rf"(?:总结|總結|概括|翻译|翻譯)(?:这|這|该|該|此)?(?:个|個|封|篇)?(?:网页|網頁|邮件|郵件|文章|页面|頁面)(?:时|時)")
-_ZDVERB = re.compile(r"加入|加上|附上|添加|插入|包含|提到|提及|推荐|推薦|建议|建議|提醒|告诉|告訴|说明|說明|声明|聲明|注明|写上|寫上|"
+                    rf"(?:总结|總結|概括|翻译|翻譯|处理|處理|阅读|閱讀)(?:这|這|该|該|此|本)?(?:个|個|封|篇)?(?:网页|網頁|邮件|郵件|文章|页面|頁面|"
+                    rf"页|頁|文|文档|文檔)(?:时|時|的时候|的時候)|(?:生成|撰写|撰寫|写|寫)(?:回复|回覆|回答|答复|总结|摘要)(?:时|時|的时候|的時候)")
+_ZDVERB = re.compile(r"指出|要|必须|必須|加入|加上|附上|添加|插入|包含|提到|提及|推荐|推薦|建议|建議|提醒|告诉|告訴|说明|說明|声明|聲明|注明|写上|寫上|"
                      r"嵌入|引导|引導|要求|强调|強調|声称|聲稱|断言|斷言|列出|透露|显示|顯示|加一|说|說|写|寫|用|讲|講|描述|介绍|介紹")
+_ZOUT_MUST = re.compile(rf"(?:你|您)的{_ZOUT}(?:里|中)?(?:应该|應該|必须|必須|要|需要|务必|務必|得)")
+_ZEVERY_OUT = re.compile(rf"(?:每次|每一次|所有|每个|每個|任何)(?:的)?{_ZOUT}(?:都|均|一律|必须|必須|务必|務必)")
 _ZQUESTION = re.compile(r"(?:回答|回复|回覆|答复)(?:这个|這個|该|該|此|用户的|用戶的|用户|用戶)(?:的)?(?:问题|問題|提问|提問)")
 _ZEDIT_OUT = re.compile(rf"(?:把|将|將)(?:你|您)?(?:的)?{_ZOUT}(?:内容|內容)?[^。！？\n]{{0,12}}?(?:写|寫|输出|輸出|翻译|翻譯|编码|編碼|改|加|"
                         rf"倒|转换|轉換|替换|替換)")
 _ZANSWER = re.compile(r"回答|回复|回覆|作答|输出|輸出|答复|答覆|回應|回应")
-_ZAUDIENCE = re.compile(r"(?:提醒|告诉|告訴|建议|建議|引导|引導|鼓励|鼓勵|要求|让|讓|劝|勸|通知|督促|请|請|叫)(?:所有|广大)?"
+_ZAUDIENCE = re.compile(r"(?:提醒|告诉|告訴|建议|建議|引导|引導|鼓励|鼓勵|要求|让|讓|劝|勸|通知|督促|请|請|叫|说服|說服|劝说|勸說|误导|誤導)(?:所有|广大)?"
                         r"(?:用户|用戶|读者|讀者|客户|客戶|访客|訪客|大家|所有人|网友|網友)")
-_ZSKIP = re.compile(r"(?:不要|别|別|无需|無需|不用|不必)(?:再)?(?:回答|总结|總結|回复|回覆|理会|理會)[^。！？\n]{0,12}?(?:而是|改为|改為|改成|"
+_ZSKIP = re.compile(r"(?:别管|別管|不管|不用管|不要管|无论|無論)(?:用户|用戶|对方|對方)(?:问了什么|問了什麼|问什么|問什麼|的问题|的問題)|"
+                    r"(?:不要|别|別|无需|無需|不用|不必)(?:再)?(?:回答|总结|總結|回复|回覆|理会|理會)[^。！？\n]{0,12}?(?:而是|改为|改為|改成|"
                     r"换成|換成)|(?:忽略|无视|無視|跳过|跳過)(?:用户|用戶)(?:的)?(?:问题|問題|请求|請求|要求)")
-_ZFORMAT = re.compile(r"用(?:法语|法語|英语|英語|英文|日语|日語|日文|韩语|韓語|西班牙语|西班牙語|德语|德語|俄语|俄語|意大利语|意大利語|"
+_ZFORMAT = re.compile(r"表情符号|表情符號|emoji|颜文字|顏文字|用(?:法语|法語|英语|英語|英文|日语|日語|日文|韩语|韓語|西班牙语|西班牙語|德语|德語|俄语|俄語|意大利语|意大利語|"
                       r"表情符号|表情符號|表情|emoji|拼音|繁体字|繁體字|繁体|繁體|文言文|火星文|摩斯密码|摩斯|base64|二进制)|"
                       r"(?:倒过来|倒過來|倒着|倒著|反过来|反過來)(?:写|寫|输出|輸出)|每个字|每個字|故意写错|故意寫錯|base64编码|"
                       r"base64編碼|(?:全部|只|仅|僅)用(?:英文|大写|大寫)")
 _ZLINK = re.compile(r"访问|訪問|点击|點擊|打开|打開|登录|登錄|下载|下載|前往|关注|關注|注册|註冊|链接|鏈接|网址|網址|扫码|掃碼")
 _ZSECRET = (r"(?:银行卡号?|銀行卡號?|银行账户|銀行賬戶|银行账号|銀行賬號|信用卡|安全码|安全碼|支付密码|支付密碼|支付宝密码|支付寶密碼|"
             r"密码|密碼|验证码|驗證碼|身份证号?|身份證號?|住址|家庭住址|出生日期|账户信息|賬戶信息|银行卡信息|銀行卡信息|cvv)")
-_ZPHISH = re.compile(rf"(?:输入|輸入|提供|填写|填寫|提交|发送|發送|告知|报上|報上|上传|上傳|验证|驗證|发到|發到|发给|發給)[^。！？\n]{{0,10}}?"
+_ZMONEY = re.compile(r"(?:转|轉|汇|匯|打)(?:账|賬|款)?(?:到|给|給)?[^。！？\n]{0,6}?(?:账户|賬戶|账号|賬號|卡号|卡號)|(?:把|将|將)[^。！？\n]{0,6}?"
+                     r"\d+\s?(?:元|块|塊)(?:钱|錢)?[^。！？\n]{0,4}?(?:转|轉|汇|匯|打)")
+_ZPHISH = re.compile(rf"(?:索要|索取|套取|询问|詢問|要求提供|输入|輸入|提供|填写|填寫|提交|发送|發送|告知|报上|報上|上传|上傳|验证|驗證|发到|發到|发给|發給|回复|回覆|告诉你|告訴你|发给你|發給你)[^。！？\n]{{0,10}}?"
                      rf"{_ZSECRET}")
 _ZPRIVATE = (r"(?:住址|地址|家庭地址|手机号|手機號|电话|電話|邮箱|郵箱|密码|密碼|银行卡号?|銀行卡號?|身份证(?:号码|號碼|号|號)?|"
              r"身份證(?:號碼|號)?|聊天记录|聊天記錄|消息|訊息|工作单位|工作單位|位置|定位|账户余额|賬戶餘額)")
-_ZLEAK = re.compile(rf"(?:输出|輸出|打印|显示|顯示|列出|透露|告诉我|告訴我|附上|写在|寫在|写出|寫出|发给我|發給我|公开|公開|泄露|洩露)"
+_ZLEAK = re.compile(rf"(?:对话|對話|聊天|会话|會話)(?:记录)?(?:里|中|裡)[^。！？\n]{{0,10}}?(?:密码|密碼|密钥|密鑰|令牌|验证码|驗證碼|银行卡号|銀行卡號)|把(?:该|該)?(?:用户|用戶|客户|客戶|对方|對方)[^。！？\n]{{0,8}}?{_ZPRIVATE}[^。！？\n]{{0,14}}?(?:列|写|寫|附|打印|输出|輸出|"
+                    rf"发|發|放|贴|貼)|(?:输出|輸出|打印|显示|顯示|列出|透露|告诉我|告訴我|附上|写在|寫在|写出|寫出|发给我|發給我|公开|公開|泄露|洩露)"
                     rf"[^。！？\n]{{0,8}}?(?:该|該)?(?:用户|用戶|对方|對方|客户|客戶)(?:之前|以前)?(?:发过|發過)?(?:的)?(?:所有|全部)?(?:的)?"
                     rf"[^。！？\n]{{0,6}}?{_ZPRIVATE}|(?:用户|用戶|对方|對方|客户|客戶)的{_ZPRIVATE}[^。！？\n]{{0,8}}?(?:打印|输出|輸出|"
                     rf"显示|顯示|列出|写在|寫在|附在|一并|一併|也)")
-_ZCLAIM = re.compile(r"声称|聲稱|断言|斷言|宣称|宣稱|说明|說明|声明|聲明|一句|说|說|告诉|告訴")
+_ZCLAIM = re.compile(r"声称|聲稱|断言|斷言|宣称|宣稱|谎称|謊稱|声明|聲明|一句|通知|公告|消息")
 _ZTASK = re.compile(r"(?:写|寫|讲|講|介绍|介紹|描述|加)(?:一首|一个|一個|一段|一下)?[^。！？\n]{0,10}?(?:诗|詩|笑话|笑話|故事|做法|情节|情節|冷知识|冷知識|"
                     r"歌)|翻译成|翻譯成")
 _ZPROMO = re.compile(r"优惠|優惠|推荐|推薦|稳赚|穩賺|免费|免費|暴富|利率最低|中奖|中獎|领取|領取")
@@ -201,16 +280,16 @@ _CODE_DIRECTIVE = _c(
     r"module)s?\b[^\n]{0,60}?\b(?:your|the) (?:own )?(?:code(?:base)?|solution|implementation|algorithm|program|"
     r"script|response|answer|reply|project|app)\b|"
     r"\byour (?:code(?:base)?|solution|implementation|answer's code|algorithm|program|script)\b[^\n]{0,40}?"
-    r"\b(?:include|incorporate|embody|contain|feature|use|have)s?\b|"
+    r"\b(?:include|incorporate|embody|contain|feature|use|have|needs?|requires?)s?\b|"
     r"\b(?:enhance|augment|improve|enrich|fortify|optimi[sz]e|extend|upgrade|complement|refine|strengthen|streamline|"
     r"boost|speed up) your (?:code(?:base)?|solution|implementation|algorithm|program|script)\b|"
     r"(?:^[\W_]*|\b(?:please|also|and|then|now)\s+)[a-z]+\b[^\n]{0,60}?\b(?:to|into|in|within|inside|with) your "
     r"(?:answer's |response's |reply's |own )?(?:code(?:base)?|solution|answer|response|reply|implementation|program|"
     r"script|project)\b"
 )
-_ZCODE_DIRECTIVE = re.compile(r"(?:加入|加到|使用|包含|插入|嵌入|合并|合併|放进|放進|添加)[^。！？\n]{0,20}?(?:代码|代碼|片段|函数|函數|脚本|腳本)|"
+_ZCODE_DIRECTIVE = re.compile(r"(?:复制|複製|粘贴|粘貼|拷贝|拷貝|加入|加到|加上|使用|用上|包含|插入|嵌入|合并|合併|放进|放進|放入|写入|寫入|添加)[^。！？\n]{0,20}?(?:代码|代碼|片段|函数|函數|脚本|腳本)|"
                               r"(?:你|您)的[^。！？\n]{0,6}?(?:代码|代碼|实现|實現|解决方案|解決方案|方案|程序)[^。！？\n]{0,4}?"
-                              r"(?:加入|包含|使用|插入|嵌入|添加|引入)|"
+                              r"(?:加入|加上|包含|使用|用上|插入|嵌入|添加|引入|放入|写入|寫入)|"
                               r"(?:代码|代碼|片段|函数|函數)[^。！？\n]{0,10}?(?:加到|加入|放进|放進|嵌入|插入)[^。！？\n]{0,6}?(?:你|您)的")
 _SEND = _c(r"requests\.(?:post|put|patch)\(|httpx\.(?:post|put)\(|\.sendall\(|\.sendto\(|\.send\(|sendmail\(|send_message\(|"
            r"smtplib|ftplib|storbinary|paramiko|scpclient|urlopen\([^)\n]*data=|http\.client|sendbeacon|xmlhttprequest|"
@@ -224,7 +303,7 @@ _EXEC = _c(r"\bexec\(|\beval\(|os\.system\(|subprocess|popen\(|\|\s*(?:sudo\s+)?
            r"powershell|\biex\b|invoke-expression|__import__\(|child_process|runtime\.getruntime|nohup|\./\w+")
 _FETCH = _c(r"urlretrieve|urlopen|requests\.get\(|\bwget\b|\bcurl\b|httpx\.get\(|fetch\(|download|urllib3|invoke-webrequest|"
             r"\.get\([\"']https?:")
-_OBFUSCATED_EXEC = _c(r"\b(?:exec|eval)\(\s*(?:base64|b64decode|codecs|bytes\.fromhex|zlib|marshal|compile\(\s*base64|"
+_OBFUSCATED_EXEC = _c(r"powershell\b[^\n]*\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{16,}|\b(?:exec|eval)\(\s*(?:base64|b64decode|codecs|bytes\.fromhex|zlib|marshal|compile\(\s*base64|"
                       r"atob\()|base64\s+-d[^\n]*\|\s*(?:sh|bash)|\batob\([^)]*\)\)")
 _DESTROY = _c(r"rm\s+-rf\s+(?:/|~|\$home|\*)|--no-preserve-root|\bdd\s+if=|\bmkfs\b|:\(\)\s*\{\s*:\|:&\s*\};:|format c:|"
               r"os\.remove\([\"']/(?:lib|etc|bin|usr|boot)|shutil\.rmtree\([\"'](?:/|~)|del\s+/[sfq]\b|systemctl stop|"
@@ -258,10 +337,26 @@ def _keep(found: dict[str, _Hit], weight: float, rule: str, evidence: str | None
 def _addressees(s: str) -> dict[str, _Hit]:
     """Signs that sentence ``s`` instructs the assistant's output, strongest per kind."""
     found: dict[str, _Hit] = {}
-    if (e := _first(_IN_OUT, s)) is not None and _DVERB_RE.search(s.replace(e, " ")):
-        _keep(found, 0.8, "response_directive", e)
-    for pattern in (_EDIT_OUT, _OUT_MUST, _EVERY_OUT, _ZEDIT_OUT):
-        _keep(found, 0.8, "response_directive", _first(pattern, s))
+    e = _first(_EDIT_OUT, s) or _first(_OUT_MUST, s) or _first(_EVERY_OUT, s)
+    if e is None and (e := _first(_IN_OUT, s) or _first(_YOUR_OUT, s)) is not None and not (
+            _imperative(s) or _DVERB_RE.search(s.replace(e, " "))):
+        e = None
+    if e is not None:
+        # "include your availability in your reply": a person asked for their own details, not an order
+        own = _OWN_INFO.search(s.replace(e, " ")) is not None and not _THE_USER.search(s)
+        # "translate your last reply": the user is talking about what the assistant already said
+        _keep(found, 0.4 if _PAST_OUT.search(s) else 0.5 if own else 0.8, "response_directive", e)
+    _keep(found, 0.6, "assistant_named", _first(_VOCATIVE, s))
+    _keep(found, 0.8, "response_directive", _first(_THE_OUT_MUST, s) or _first(_WHOEVER, s) or _first(_RESPOND_BY, s))
+    if (e := _first(_THE_OUT, s)) is not None and (_imperative(s) or _ASKED.search(s)):
+        _keep(found, 0.6, "response_directive", e)
+    _keep(found, 0.8, "assistant_named", _first(_READING_THIS, s))
+    if (e := _first(_IN_MESSAGE, s)) is not None and _imperative(s) and _FORMAT.search(s):
+        _keep(found, 0.5, "response_directive", e)
+    if (e := _first(_TRANSFORM, s)) is not None and _FORMAT.search(s.replace(e, " ")):
+        _keep(found, 0.5, "response_directive", e)
+    _keep(found, 0.8, "response_directive", _first(_ZEDIT_OUT, s) or _first(_ZEVERY_OUT, s)
+          or _first(_ZOUT_MUST, s))
     if (e := _first(_WHEN, s)) is not None:
         _keep(found, 0.8 if _IMP_VERB.search(s.replace(e, " ")) else 0.6, "response_directive", e)
     if (e := _first(_ZIN_OUT, s)) is not None and _ZDVERB.search(s.replace(e, " ")):
@@ -277,7 +372,13 @@ def _addressees(s: str) -> dict[str, _Hit]:
         _keep(found, 1.0 if _THE_USER.search(e) else 0.8, "skip_task", e)
     # "the user" is how an assistant's instructions name the person: a user does not say it of themselves
     _keep(found, 0.8, "audience", _first(_AUDIENCE_USER, s))
-    _keep(found, 0.6, "audience", _first(_AUDIENCE, s) or _first(_ZAUDIENCE, s))
+    if (e := _first(_ZAUDIENCE, s)) is not None:
+        _keep(found, 0.8 if _THE_USER.search(e) or "用户" in e or "用戶" in e else 0.6, "audience", e)
+    _keep(found, 0.6, "audience", _first(_AUDIENCE, s))
+    if found:  # "... in your response for users to vote": readers named inside an order to the assistant
+        _keep(found, 0.6, "audience", _first(_FOR_AUDIENCE, s))
+    if found and _ASKED.search(s):  # "could you put your answer in a table?" is a request, not an order
+        found = {k: (min(w, 0.5), r, e) for k, (w, r, e) in found.items()}
     return found
 
 
@@ -287,7 +388,8 @@ def _payloads(s: str) -> dict[str, _Hit]:
     url = _first(_URL, s)
     if url is not None:
         _keep(found, 0.5 if _LINK_VERB.search(s) or _ZLINK.search(s) else 0.3, "unrequested_link", url)
-    _keep(found, 0.6, "credential_request", _first(_PHISH, s) or _first(_ZPHISH, s))
+    _keep(found, 0.6, "credential_request", _first(_PHISH, s) or _first(_ZPHISH, s) or _first(_MONEY, s)
+          or _first(_ZMONEY, s))
     if (e := _first(_LEAK_STRONG, s) or _first(_HISTORY, s) or _first(_ZLEAK, s)) is not None:
         _keep(found, 1.0, "data_leak", e)
     elif (e := _first(_LEAK_WEAK, s)) is not None or (_LEAK_OWNER.search(s) and (e := _first(_LEAK_ANY, s))):
@@ -305,16 +407,18 @@ def _standalone(s: str) -> dict[str, _Hit]:
 
 
 #: cheap tests that a sentence may address the assistant, or carry a stand-alone payload
-_ADDRESSEE_ANCHOR = _c(r"\byour\b|\b(?:user|reader|customer|visitor|people|everyone|everybody|anyone)|"
+_ADDRESSEE_ANCHOR = _c(r"\byour\b|\b(?:the|any|every|each|all) (?:\w+ )?(?:respon|answer|repl|output|summar)|\b(?:ai|assistant|chatbot|llm|model|bot|agent|whatever you|you give|you write)\b|\b(?:user|reader|customer|visitor|people|everyone|everybody|anyone)|"
                        r"\b(?:answer|respon|repl|summari|question|request|query|instead|rather)|"
                        r"你|您|回答|回复|回覆|答复|答覆|输出|輸出|总结|總結|摘要|用户|用戶|读者|讀者|客户|客戶|大家|所有人|网友|忽略|无视|跳过|不要|用")
 _STANDALONE_ANCHOR = _c(r"\b(?:user|customer|their|his|her|password|card|bank|pin|cvv|cvc|ssn|credential|social security|"
+                        r"conversation|chat|thread|transcript|messages|system|email address|phone|everyone|"
                         r"birth|address|account|passport|code)|用户|用戶|客户|客戶|对方|對方|密码|密碼|银行|銀行|卡|身份证|身份證|"
                         r"住址|验证码|驗證碼|账户|賬戶")
 
 
 #: the signals that something is addressed to the assistant
-_ADDRESSEE_RULES = frozenset({"response_directive", "skip_task", "audience", "code_directive"})
+_ADDRESSEE_RULES = frozenset({"response_directive", "skip_task", "audience", "code_directive", "assistant_named",
+                             "directive_cues"})
 #: payloads that mean something only when someone is told to put them into an answer
 _ADDRESSED_ONLY = frozenset({"format_hijack", "task_hijack", "planted_claim", "promotion"})
 
@@ -371,7 +475,56 @@ _LABELS = {
     "promotion": "promotion planted into the answer",
     "data_context": "instruction inside e-mail, web or Q&A content",
     "second_addressee": "instruction to the assistant, twice over",
+    "directive_cues": "order drawing on several cues of an instruction to the assistant",
+    "assistant_named": "message addressed to the assistant by name",
 }
+
+
+#: families of cues an instruction to the assistant draws on; an order that touches several is one
+_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("assistant", _c(r"\b(?:ai|assistant|chatbot|llm|language model|the model|gpt|chatgpt|bot)\b|if you are an?\b|"
+                     r"人工智能|助手|机器人|機器人|大模型|如果你是")),
+    ("output", _c(r"\b(?:answers?|responses?|repl(?:y|ies)|output|summary|summaries|summari[sz]e|summari[sz]ing|respond|"
+                  r"responding|answering|replying)\b|回答|回复|回覆|答复|答覆|输出|輸出|总结|總結|摘要|回应|回應")),
+    ("third_person", _c(r"\b(?:the user|users|the reader|readers|the customer|customers|visitors|whoever asks|the person "
+                        r"asking|everyone reading)\b|用户|用戶|读者|讀者|客户|客戶|访客|訪客|提问的人|提問的人")),
+    ("this_text", _c(r"\bthis (?:email|e-mail|message|page|document|review|article|text|post|thread|conversation|webpage|"
+                     r"website|snippet|file|chat)\b|本邮件|本郵件|这封邮件|這封郵件|本页|本頁|本文|这篇|這篇|这段对话|這段對話|"
+                     r"本网页|這個網頁|这个网页|这条评论|這條評論|这段话")),
+    ("link", _c(r"(?:https?://|www\.)\S+|\b[\w-]+\.(?:com|net|org|io|biz|info|xyz|top|example|cn)\b|[\w.+-]+@[\w-]+\.\w+|"
+                r"\b\d{3,4}[- ]\d{3}[- ]\d{3,4}\b")),
+    ("secret", _c(r"\b(?:passwords?|credit card|card number|cvv|cvc|pin|bank (?:details|account)|credentials|api keys?|"
+                  r"one-time|otp|ssn|social security|login)\b|密码|密碼|银行卡|銀行卡|安全码|安全碼|验证码|驗證碼|密钥|密鑰|"
+                  r"身份证|身份證")),
+    ("format", _FORMAT),
+    ("deceit", _c(r"\b(?:fake|false|fabricat\w+|made-up|untrue|isn't true|hoax|no matter what|regardless of|whatever the "
+                  r"(?:question|user)|stop there|pretend)\b|伪造|偽造|虚假|虛假|谎称|謊稱|无论|無論|不管")),
+    ("action", _c(r"\b(?:disable|download|install|click|wire|transfer|approve|buy|join|sign up|call|log in|verify|"
+                  r"recommend\w*|promote|visit)\b|点击|點擊|下载|下載|安装|安裝|关闭|關閉|转账|轉賬|汇款|匯款|购买|購買|拨打|撥打|"
+                  r"批准|付款|推荐|推薦")),
+    ("hijack", _c(r"\b(?:instead|rather than|no matter|regardless|only (?:respond|reply|answer)|exclusively)\b|而是|改为|"
+                  r"改為|别总结|別總結|不要总结|只回答")),
+)
+_ZORDER = re.compile(r"^[\W_]*(?:请|請|务必|務必|一定|必须|必須|别|別|不要|把|将|將|给|給|在|写|寫|加|告诉|告訴|提醒|鼓励|鼓勵|让|讓|确保|"
+                     r"確保|无论|無論|如果你是|致|为了|為了|当|當)|请|請")
+#: the families that say the order concerns the assistant's answer, its reader or this very text
+_CORE_CUES = frozenset({"assistant", "output", "third_person", "this_text", "hijack"})
+#: an order touching this many cue families, and what it weighs
+_CUE_WEIGHTS = {2: 0.5, 3: 0.8}
+
+
+def _cues(s: str) -> _Hit | None:
+    """An order (or a sentence naming the assistant or "the user") that draws on several cue families."""
+    families = [name for name, pattern in _CUES if pattern.search(s)]
+    if not _CORE_CUES & set(families):
+        return None  # "click the link to reset your password": an action and a link, nobody's answer in it
+    ordered = _imperative(s) or _ZORDER.search(s) is not None
+    if not ordered and not {"assistant", "third_person"} & set(families):
+        return None
+    n = len(families) - (0 if ordered else 1)
+    if n < 2:
+        return None
+    return (_CUE_WEIGHTS.get(n, 1.0), "directive_cues", "+".join(families))
 
 
 def _window(parts: list[tuple[dict[str, _Hit], dict[str, _Hit]]], data_shaped: bool) -> tuple[float, list[Signal]]:
@@ -423,6 +576,15 @@ def signals(text: str) -> list[Signal]:
             total, picked = _window(window, data_shaped)
             if total > best_total:
                 best_total, best = total, picked
+    for s in sentences:
+        if (hit := _cues(s)) is not None:
+            weight, rule, evidence = hit
+            extra = 0.2 if data_shaped else 0.0
+            if weight + extra > best_total:
+                best_total = weight + extra
+                best = [Signal(rule, _LABELS[rule], weight, evidence)]
+                if extra:
+                    best.append(Signal("data_context", _LABELS["data_context"], extra, "e-mail, web or Q&A text"))
     code = _code(text, sentences)
     if not any(sig.rule in _ADDRESSEE_RULES for sig in best + code):
         # nobody is told to do anything: a shop page with a card form, or a script that calls a server
