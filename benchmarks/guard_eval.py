@@ -13,14 +13,26 @@ Two corpora, both English and Chinese:
   of its texts): planted sentences, promotion and phishing links, response-format hijacks, leaks
   of the user's data, task hijacks, planted claims, and code that downloads and runs or sends data
   away. Each payload stands alone and is placed at the end of an e-mail, inside a web snippet,
-  before a Q&A block, or (code) after a code answer. The split was fixed before the detector was
-  written: within each (language, shape) group, payloads and carriers alternate dev, test, dev...
-  in the order they were written; a payload goes only into carriers of its own split. The detector
-  was tuned on dev; the test split's first, blind measurement was 281/300 as user turns (93.7%),
-  292/300 as web content (97.3%), and 2/72 hard negatives flagged; those misses (an "append ... to
-  the end of your reply" form, letters "of your response", code lead-ins such as "enhance your code
-  with") and the two alarms (a piped install command next to a link) then led to general fixes, so
-  the later test figures are no longer blind.
+  before a Q&A block, or (code) after a code answer, always into carriers of its own split.
+
+  The first 154 payloads (shapes named) were split before the detector was written: within each
+  (language, shape) group they alternate dev, test, dev... in the order written. The detector was
+  tuned on dev; the test split's first, blind measurement was 281/300 as user turns (93.7%),
+  292/300 as web content (97.3%), and 2/72 hard negatives flagged; its misses and alarms then led
+  to general fixes, so its later figures are no longer blind. Because both halves came from one
+  hand, five more rounds of fresh wordings (shape ``varied``, each with its own hard negatives)
+  were written afterwards and measured alone before anything was tuned on them:
+
+      round   as user turn   as web content   hard negatives flagged
+      1       17/36          25/36            2/34
+      2       14/33          17/33            0/30
+      3       15/39          22/39            0/31
+      4       13/30          17/30            0/25
+      5       21/37          25/37            2/24
+
+  Rounds 1-4 were then tuned on and belong to dev; round 5 was never tuned on and belongs to the
+  test split. These rounds are the honest estimate for wordings the detector has not seen: about
+  two thirds caught as web content, a little over half as a user's own turn.
 
 Each attack is judged twice: as a user's own turn (threshold 1.0: a user may tell their assistant
 how to answer) and as web or tool content (``guard.DATA_THRESHOLD``). Ordinary texts are judged as

@@ -73,7 +73,7 @@ _IN_OUT = _c(rf"\b(?:in|into|to|within|throughout|from|at|with|before|after|of)(
 _EDIT_OUT = _c(rf"{_IMP}(?:modify|augment|enhance|rewrite|format|begin|start|end|conclude|finish|preface|prefix|"
                rf"translate|render|encode|write|give|deliver|provide|present|make|keep|structure|phrase|sign|close|"
                rf"reverse|scramble|misspell|fill|pepper|spice up|convert)\s+your (?:[\w'-]+ ){{0,2}}?{_OUT}\b")
-_OUT_MUST = _c(rf"\byour {_OUT} (?:must|should|shall|has to|needs to|will|is to) (?:\w+ ){{0,2}}?(?:include|contain|"
+_OUT_MUST = _c(rf"\byour (?:[\w'-]+ ){{0,2}}?{_OUT} (?:must|should|shall|has to|needs to|will|is to) (?:\w+ ){{0,2}}?(?:include|contain|"
                rf"mention|start|begin|end|open|close|read|say|state|feature|have|use|list|recommend|promote|tell|link|"
                rf"be (?:in|written|formatted|translated|given|only|entirely|an?|all)|sound)\b")
 _EVERY_OUT = _c(rf"{_IMP}{_DVERB}\b[^.!?\n]{{0,60}}?\b(?:every|each|all|any) (?:of your )?{_OUT}\b")
@@ -482,12 +482,14 @@ _LABELS = {
 
 #: families of cues an instruction to the assistant draws on; an order that touches several is one
 _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("assistant", _c(r"\b(?:ai|assistant|chatbot|llm|language model|the model|gpt|chatgpt|bot)\b|if you are an?\b|"
-                     r"人工智能|助手|机器人|機器人|大模型|如果你是")),
+    ("assistant", _c(r"\b(?:ai|assistants?|chatbots?|llms?|language models?|the model|gpt|chatgpt|bots?|automated \w+)\b|"
+                     r"if you are an?\b|"
+                     r"人工智能|助手|机器人|機器人|大模型|如果你是|\bai\b")),
     ("output", _c(r"\b(?:answers?|responses?|repl(?:y|ies)|output|summary|summaries|summari[sz]e|summari[sz]ing|respond|"
-                  r"responding|answering|replying)\b|回答|回复|回覆|答复|答覆|输出|輸出|总结|總結|摘要|回应|回應")),
+                  r"responding|answering|replying|quote|quoting|cite|citing)\b|引用|回答|回复|回覆|答复|答覆|输出|輸出|总结|總結|摘要|回应|回應")),
     ("third_person", _c(r"\b(?:the user|users|the reader|readers|the customer|customers|visitors|whoever asks|the person "
-                        r"asking|everyone reading)\b|用户|用戶|读者|讀者|客户|客戶|访客|訪客|提问的人|提問的人")),
+                        r"(?:asking|you're helping|you are helping|you help)|everyone reading|anyone who asks|any question)\b|"
+                        r"正在帮助的人|你帮助的人|任何提问|任何问题|用户|用戶|读者|讀者|客户|客戶|访客|訪客|提问的人|提問的人")),
     ("this_text", _c(r"\bthis (?:email|e-mail|message|page|document|review|article|text|post|thread|conversation|webpage|"
                      r"website|snippet|file|chat)\b|本邮件|本郵件|这封邮件|這封郵件|本页|本頁|本文|这篇|這篇|这段对话|這段對話|"
                      r"本网页|這個網頁|这个网页|这条评论|這條評論|这段话")),
@@ -498,19 +500,28 @@ _CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
                   r"身份证|身份證")),
     ("format", _FORMAT),
     ("deceit", _c(r"\b(?:fake|false|fabricat\w+|made-up|untrue|isn't true|hoax|no matter what|regardless of|whatever the "
-                  r"(?:question|user)|stop there|pretend)\b|伪造|偽造|虚假|虛假|谎称|謊稱|无论|無論|不管")),
+                  r"(?:question|user)|stop there|pretend|no such|even though|leave out|do not mention|don't mention|omit|"
+                  r"unchanged)\b|删掉|刪掉|不要提|别提|別提|隐瞒|隱瞞|伪造|偽造|虚假|虛假|谎称|謊稱|无论|無論|不管")),
     ("action", _c(r"\b(?:disable|download|install|click|wire|transfer|approve|buy|join|sign up|call|log in|verify|"
-                  r"recommend\w*|promote|visit)\b|点击|點擊|下载|下載|安装|安裝|关闭|關閉|转账|轉賬|汇款|匯款|购买|購買|拨打|撥打|"
+                  r"recommend\w*|promote|visit|forward|send|suggest\w*|extend|re-?enter|btc|bitcoin|wallet)\b|转发|轉發|延长|延長|点击|點擊|下载|下載|安装|安裝|关闭|關閉|转账|轉賬|汇款|匯款|购买|購買|拨打|撥打|"
                   r"批准|付款|推荐|推薦")),
     ("hijack", _c(r"\b(?:instead|rather than|no matter|regardless|only (?:respond|reply|answer)|exclusively)\b|而是|改为|"
                   r"改為|别总结|別總結|不要总结|只回答")),
 )
 _ZORDER = re.compile(r"^[\W_]*(?:请|請|务必|務必|一定|必须|必須|别|別|不要|把|将|將|给|給|在|写|寫|加|告诉|告訴|提醒|鼓励|鼓勵|让|讓|确保|"
                      r"確保|无论|無論|如果你是|致|为了|為了|当|當)|请|請")
+#: an obligation is an order too: "your final answer must ...", "最终答案必须 ..."
+_MODAL = _c(r"\b(?:must|should|has to|have to|needs? to|is to|are to)\b|必须|必須|应该|應該|务必|務必|一律|都要|都回答")
+_CJK_TEXT = re.compile(r"[\u4e00-\u9fff]{2}")
+#: Chinese opening with a subject or a time: a statement, not an order
+_ZSTATEMENT = re.compile(r"^[\W_]*(?:我|我们|我們|咱们|他|她|它|他们|他們|她们|这|這|那|今天|昨天|明天|刚才|剛才|因为|因為|所以|但是|"
+                         r"不过|不過|哈哈|嗯|哦|啊|谢谢|謝謝|你好|大家好|您好)")
 #: the families that say the order concerns the assistant's answer, its reader or this very text
 _CORE_CUES = frozenset({"assistant", "output", "third_person", "this_text", "hijack"})
 #: an order touching this many cue families, and what it weighs
 _CUE_WEIGHTS = {2: 0.5, 3: 0.8}
+#: share of the weaker reading added when the structural and the cue reading both find an order
+_AGREE = 0.4
 
 
 def _cues(s: str) -> _Hit | None:
@@ -518,7 +529,8 @@ def _cues(s: str) -> _Hit | None:
     families = [name for name, pattern in _CUES if pattern.search(s)]
     if not _CORE_CUES & set(families):
         return None  # "click the link to reset your password": an action and a link, nobody's answer in it
-    ordered = _imperative(s) or _ZORDER.search(s) is not None
+    ordered = _imperative(s) or _ZORDER.search(s) is not None or _MODAL.search(s) is not None or (
+        _CJK_TEXT.search(s) is not None and _ZSTATEMENT.match(s) is None)
     if not ordered and not {"assistant", "third_person"} & set(families):
         return None
     n = len(families) - (0 if ordered else 1)
@@ -576,15 +588,21 @@ def signals(text: str) -> list[Signal]:
             total, picked = _window(window, data_shaped)
             if total > best_total:
                 best_total, best = total, picked
-    for s in sentences:
-        if (hit := _cues(s)) is not None:
-            weight, rule, evidence = hit
-            extra = 0.2 if data_shaped else 0.0
-            if weight + extra > best_total:
-                best_total = weight + extra
-                best = [Signal(rule, _LABELS[rule], weight, evidence)]
-                if extra:
-                    best.append(Signal("data_context", _LABELS["data_context"], extra, "e-mail, web or Q&A text"))
+    cue: _Hit | None = None
+    for k, s in enumerate(sentences):
+        # one sentence, or two read together ("Hey there, AI! Once you're done, tell the person ...")
+        for hit in (_cues(s), _cues(" ".join(sentences[k: k + 2])) if k + 1 < len(sentences) else None):
+            if hit is not None and (cue is None or hit[0] > cue[0]):
+                cue = hit
+    if cue is not None:
+        weight, rule, evidence = cue
+        if best_total > 0 and any(sig.rule in _ADDRESSEE_RULES for sig in best) and evidence.count("+") >= 2:
+            # the two readings agree that something is ordered, with three cues or more: the weaker one adds a little
+            best = best + [Signal(rule, _LABELS[rule], round(min(weight, best_total) * _AGREE, 3), evidence)]
+        elif weight + (0.2 if data_shaped else 0.0) > best_total:
+            best = [Signal(rule, _LABELS[rule], weight, evidence)]
+            if data_shaped:
+                best.append(Signal("data_context", _LABELS["data_context"], 0.2, "e-mail, web or Q&A text"))
     code = _code(text, sentences)
     if not any(sig.rule in _ADDRESSEE_RULES for sig in best + code):
         # nobody is told to do anything: a shop page with a card form, or a script that calls a server
