@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import random
 import statistics
@@ -28,7 +27,7 @@ import numpy as np
 
 from portamem import Memory, Settings
 from portamem.embeddings import get_embedder
-from portamem.portable import EXPORT_FORMAT, EXPORT_VERSION
+from portamem.portable import export_lines
 from portamem.records import MemoryRecord
 
 WORDS = ("order invoice parcel coffee tea flight hotel meeting doctor school garden budget contract "
@@ -64,19 +63,14 @@ def _fill(mem: Memory, n: int, user: str, rng: random.Random) -> np.ndarray:
     """Import n records with random unit vectors of the current model; returns the vectors."""
     vectors = np.random.default_rng(0).standard_normal((n, mem.embedder.dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    header = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "embedding_model": mem.embedder.name,
-              "embedding_dim": mem.embedder.dim}
+    header = {"embedding_model": mem.embedder.name, "embedding_dim": mem.embedder.dim}
     start = datetime.now(timezone.utc) - timedelta(days=400)
     for lo in range(0, n, 5000):
-        buf = io.StringIO()
-        buf.write(json.dumps(header) + "\n")
-        for i in range(lo, min(n, lo + 5000)):
-            rec = MemoryRecord(content=_text(rng, i), user_id=user, embedding=vectors[i].tolist(),
-                               embedding_model=mem.embedder.name, embedding_version=mem.embedder.version,
-                               created_at=start + timedelta(minutes=5 * i))
-            buf.write(json.dumps({"record": rec.to_dict()}) + "\n")
-        buf.seek(0)
-        mem.import_(buf)
+        records = [MemoryRecord(content=_text(rng, i), user_id=user, embedding=vectors[i].tolist(),
+                                embedding_model=mem.embedder.name, embedding_version=mem.embedder.version,
+                                created_at=start + timedelta(minutes=5 * i)).to_dict()
+                   for i in range(lo, min(n, lo + 5000))]
+        mem.import_(io.StringIO("".join(export_lines(header, records))))
     mem.index.flush()
     return vectors
 

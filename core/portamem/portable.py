@@ -19,11 +19,12 @@ holds is given a fresh id derived from its owner and the file's id (kept in
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -39,7 +40,7 @@ from .writing import screen, stricter, write_context
 if TYPE_CHECKING:
     from .memory import Memory, ProgressFactory
 
-__all__ = ["export_jsonl", "import_jsonl", "parse_export", "EXPORT_FORMAT", "EXPORT_VERSION", "IMPORTED_ID_KEY"]
+__all__ = ["export_jsonl", "export_lines", "import_jsonl", "parse_export", "EXPORT_FORMAT", "EXPORT_VERSION", "IMPORTED_ID_KEY"]
 
 EXPORT_FORMAT = "portamem-export"
 EXPORT_VERSION = 2
@@ -86,45 +87,43 @@ def _export_lines(
     statuses = tuple(Status) if include_deleted else (Status.ACTIVE, Status.PENDING, Status.QUARANTINED)
     records = mem.store.list(tenant_id, user_id, SearchFilters(statuses=statuses))
     owners = sorted({r.user_id for r in records} | ({user_id} if user_id else set()))
-    turns = [(uid, sid, t) for uid in owners for sid in mem.store.session_ids(tenant_id, uid)
+    turns = [{"tenant_id": tenant_id, "user_id": uid, "session_id": sid, "user": t.user, "assistant": t.assistant,
+              "created_at": t.created_at.isoformat(), "metadata": t.metadata}
+             for uid in owners for sid in mem.store.session_ids(tenant_id, uid)
              for t in mem.store.turns(tenant_id, uid, sid)]
-    header = {
-        "format": EXPORT_FORMAT,
-        "version": EXPORT_VERSION,
-        "tenant_id": tenant_id,
-        "user_id": user_id,
-        "embedding_model": mem.embedder.name,
-        "embedding_dim": mem.embedder.dim,
-        "exported_at": utcnow().isoformat(),
-        "records": len(records),
-        "turns": len(turns),
-    }
+    header = {"tenant_id": tenant_id, "user_id": user_id, "embedding_model": mem.embedder.name,
+              "embedding_dim": mem.embedder.dim, "exported_at": utcnow().isoformat()}
+    return len(records), _encoded(header, (r.to_dict(include_embedding=include_embeddings) for r in records),
+                                  len(records), turns)
 
-    def objects() -> Iterator[dict[str, Any]]:
-        yield header
-        for r in records:
-            yield {"record": r.to_dict(include_embedding=include_embeddings)}
-        for uid, sid, t in turns:
-            yield {"turn": {"tenant_id": tenant_id, "user_id": uid, "session_id": sid, "user": t.user,
-                            "assistant": t.assistant, "created_at": t.created_at.isoformat(), "metadata": t.metadata}}
 
-    def lines() -> Iterator[tuple[str, bytes]]:
-        digest = hashlib.sha256()
-        for obj in objects():
-            line = json.dumps(obj, ensure_ascii=False) + "\n"
-            try:
-                data = line.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                what = obj.get("record", {}).get("memory_id") if "record" in obj else "a window turn"
-                raise StoreError(f"cannot export: {what} holds text that is not valid Unicode ({exc.reason}); "
-                                 "nothing was replaced") from exc
-            digest.update(data)
-            yield line, data
-        trailer = json.dumps({"trailer": {"records": len(records), "turns": len(turns),
-                                          "sha256": digest.hexdigest()}}) + "\n"
-        yield trailer, trailer.encode("utf-8")
+def export_lines(
+    header: Mapping[str, Any], records: Sequence[Mapping[str, Any]], turns: Sequence[Mapping[str, Any]] = ()
+) -> Iterator[str]:
+    """The lines of a version-2 export: ``header`` (format, version and counts filled in), one line per
+    record (``MemoryRecord.to_dict`` form) and per turn, then the trailer that counts and hashes them."""
+    return (line for line, _ in _encoded(header, records, len(records), turns))
 
-    return len(records), lines()
+
+def _encoded(
+    header: Mapping[str, Any], records: Iterable[Mapping[str, Any]], n_records: int, turns: Sequence[Mapping[str, Any]]
+) -> Iterator[tuple[str, bytes]]:
+    """Each line as text and as the UTF-8 bytes the trailer's checksum covers."""
+    head = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, **header, "records": n_records, "turns": len(turns)}
+    objects = itertools.chain([head], ({"record": r} for r in records), ({"turn": t} for t in turns))
+    digest = hashlib.sha256()
+    for obj in objects:
+        line = json.dumps(obj, ensure_ascii=False) + "\n"
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            what = obj["record"].get("memory_id") if "record" in obj else "a window turn"
+            raise StoreError(f"cannot export: {what} holds text that is not valid Unicode ({exc.reason}); "
+                             "nothing was replaced") from exc
+        digest.update(data)
+        yield line, data
+    trailer = json.dumps({"trailer": {"records": n_records, "turns": len(turns), "sha256": digest.hexdigest()}}) + "\n"
+    yield trailer, trailer.encode("utf-8")
 
 
 def _write_atomically(path: Path, lines: Iterable[tuple[str, bytes]]) -> None:

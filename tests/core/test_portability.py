@@ -252,9 +252,9 @@ from portamem import Memory, Settings
 def stalled(src, dst):  # the export is complete in its temporary file: die before it is renamed
     print("renaming", flush=True)
     time.sleep(120)
-os.replace = stalled
 with Memory(settings=Settings(path=sys.argv[1], embedder=sys.argv[3])) as mem:
     mem.save_memory("A memory written after the good backup.", user_id="u")
+    os.replace = stalled
     mem.export(sys.argv[2])
 """
 
