@@ -1,4 +1,8 @@
-"""Shared fixtures: one real embedder per test session, a fresh real store per test."""
+"""Shared fixtures: one real embedder per test session, a fresh real store per test.
+
+The store is on the backend combination ``PORTAMEM_TEST_BACKEND`` names (SQLite + milvus-lite by
+default; see ``portamem_conformance.fixtures``).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from portamem import Memory, Settings  # noqa: E402
 from portamem.embeddings import Embedder, get_embedder  # noqa: E402
 
+pytest_plugins = ["portamem_conformance.fixtures"]
+
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
@@ -21,8 +27,8 @@ def embedder() -> Embedder:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(path=str(tmp_path / "store"))
+def settings(tmp_path: Path, backend) -> Settings:  # type: ignore[no-untyped-def]
+    return backend.settings(tmp_path / "store")
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The ``portamem`` command: demo, search, show, export, import, reindex, maintain, audit, confirm, reveal, eval, tune,
-serve, keys, mcp."""
+serve, keys, mcp, migrate."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .errors import PortamemError, StoreLockedError
 from .memory import Memory
 from .records import SearchHit
 from .server.commands import SERVER_COMMANDS
+from .storage.commands import STORAGE_COMMANDS
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -306,6 +307,7 @@ COMMANDS: list[Command] = [
     ("tune", "grid-search the weights on a labelled set, report them held out", evaluation.add_tune_arguments,
      evaluation.run_tune),
     *SERVER_COMMANDS,
+    *STORAGE_COMMANDS,
 ]
 
 

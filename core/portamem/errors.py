@@ -10,6 +10,8 @@ __all__ = [
     "StoreError",
     "StoreOpenError",
     "StoreLockedError",
+    "StoreUnreachableError",
+    "BackendNotInstalledError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
     "ImportFormatError",
@@ -52,6 +54,22 @@ class StoreOpenError(StoreError):
 
 class StoreLockedError(StoreOpenError):
     """Another process holds the embedded vector index open."""
+
+
+class StoreUnreachableError(StoreOpenError):
+    """A database or vector server did not answer; ``url`` is the address tried (password masked)."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class BackendNotInstalledError(StoreOpenError, ImportError):
+    """A storage backend's driver is missing; the message names the extra to install."""
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class EmbeddingError(PortamemError):

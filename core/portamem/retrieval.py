@@ -18,6 +18,7 @@ from .entities import extract_entities, normalize_entity
 from .errors import ValidationError
 from .filters import SearchFilters
 from .records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust
+from .storage.keywords import BM25_B, BM25_K1
 from .store import RecordStore, keyword_text
 from .text import tokenize
 from .vectors import MilvusVectorIndex
@@ -43,9 +44,6 @@ SOURCES: tuple[str, ...] = ("vector", "keyword", "entity")
 #: query evidence, so a fresh or important but unrelated memory gains almost nothing from them.
 PRIORS: frozenset[str] = frozenset({"recency", "importance"})
 
-#: BM25's usual term-saturation and length constants (those of SQLite FTS5's bm25())
-BM25_K1 = 1.2
-BM25_B = 0.75
 #: two results this similar but not identical may state different values of one fact
 _CONFLICT_COSINE = 0.8
 _CONFLICT_WORDS = 0.6

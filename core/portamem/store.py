@@ -1,4 +1,8 @@
-"""Record store: memories, entities, keyword index, working window, audit log. The source of truth."""
+"""Record store: memories, entities, keyword index, working window, audit log. The source of truth.
+
+One code path for SQLite and PostgreSQL (``portamem.storage.dialect`` holds their differences); the
+keyword index is exact per-user BM25 over a postings table (``portamem.storage.keywords``).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,12 @@ import json
 from contextlib import contextmanager
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from .audit import current_actor
@@ -21,11 +23,13 @@ from .entities import normalize_entity
 from .errors import StoreError, StoreOpenError
 from .filters import SearchFilters
 from .records import MemoryRecord, MemoryType, Source, Status, Trust, Turn
+from .storage.dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
+from .storage.keywords import PostingsKeywordIndex, keyword_md
 from .text import tokenize
 
 __all__ = ["RecordStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 md = sa.MetaData()
 
@@ -130,37 +134,12 @@ retrievals_t = sa.Table(
     sa.Index("ix_retrieval_memory", "tenant_id", "memory_id", "pk"),
 )
 
-#: per user and search token, how many of the user's records hold it: exact per-user BM25 document
-#: frequencies in one index lookup, kept in the same transaction as the keyword index
-keyword_df_t = sa.Table(
-    "keyword_df",
-    md,
-    sa.Column("tenant_id", sa.String(256), primary_key=True),
-    sa.Column("user_id", sa.String(256), primary_key=True),
-    sa.Column("term", sa.String(256), primary_key=True),
-    sa.Column("df", sa.Integer, nullable=False),
-)
-
-_DF_UP = (
-    "INSERT INTO keyword_df (tenant_id, user_id, term, df) VALUES (?, ?, ?, 1) "
-    "ON CONFLICT (tenant_id, user_id, term) DO UPDATE SET df = df + 1"
-)
-_DF_DOWN = "UPDATE keyword_df SET df = df - 1 WHERE tenant_id = ? AND user_id = ? AND term = ?"
-
 meta_t = sa.Table(
     "meta",
     md,
     sa.Column("key", sa.String(64), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
-
-_FTS_DDL = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5("
-    "tokens, tokenize=\"unicode61 remove_diacritics 2 tokenchars '-_'\")"
-)
-#: how many of a user's newest records give the average length that BM25 weighs lengths against
-_LENGTH_SAMPLE = 1000
-
 
 def keyword_text(record: MemoryRecord) -> str:
     """The text the keyword index holds for a record: its content, then its summary."""
@@ -260,77 +239,48 @@ def row_record(row: Any) -> MemoryRecord:
     )
 
 
-def fts_match_expression(tokens: Iterable[str]) -> str | None:
-    """An FTS5 MATCH string that ORs the tokens, each quoted as a phrase (so no query syntax leaks in)."""
-    quoted = ['"' + t.replace('"', '""') + '"' for t in dict.fromkeys(tokens) if t]
-    return " OR ".join(quoted) if quoted else None
-
-
-def _dialect_insert(engine: Engine) -> Any:
-    """The dialect's INSERT construct, the one that offers ``on_conflict_do_update``."""
-    if engine.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        return pg_insert
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    return sqlite_insert
-
-
-def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    # FULL: a committed (acknowledged) write survives power loss, not just a process kill
-    cur.execute("PRAGMA synchronous=FULL")
-    cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=10000")
-    cur.close()
-
-
 class RecordStore:
     """SQLAlchemy-backed store. Every query that returns records is scoped by tenant and user."""
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.engine: Engine = open_engine(url)
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
+        self.keywords = PostingsKeywordIndex()
         try:
-            if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-                Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-            self.engine: Engine = sa.create_engine(url, future=True)
-            self.is_sqlite = self.engine.dialect.name == "sqlite"
-            if self.is_sqlite:
-                event.listen(self.engine, "connect", _on_connect)
-            else:
-                raise StoreOpenError(
-                    f"{self.engine.dialect.name}: only SQLite is supported as the record store so far "
-                    "(the keyword index uses SQLite FTS5)"
-                )
             with self.engine.begin() as conn:
+                schema_lock(conn)
+                fresh = not sa.inspect(conn).has_table(meta_t.name)
                 md.create_all(conn)
-                conn.exec_driver_sql(_FTS_DDL)
+                keyword_md.create_all(conn)
                 version = conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == "schema_version")).scalar()
                 if version is None:
                     conn.execute(meta_t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+                    if not fresh:  # a store from before the schema was versioned
+                        self._rebuild_keywords(conn)
                 elif int(version) > SCHEMA_VERSION:
                     raise StoreOpenError(f"store schema {version} is newer than this portamem ({SCHEMA_VERSION})")
                 elif int(version) < SCHEMA_VERSION:
                     self._migrate(conn, int(version))
         except StoreOpenError:
+            self.engine.dispose()
             raise
         except (sa.exc.SQLAlchemyError, OSError) as exc:
-            raise StoreOpenError(f"cannot open record store {url}: {exc}") from exc
+            self.engine.dispose()
+            raise StoreOpenError(f"cannot open record store {safe_url(url)}: {exc}") from exc
         self._write_lock = threading.RLock()
 
     def _migrate(self, conn: Connection, version: int) -> None:
         """Bring a store of an older schema up to ``SCHEMA_VERSION``, step by step, in the open transaction."""
-        if version < 2:
-            self._rebuild_keyword_df(conn)
         if version < 3:  # keyed memories
-            have = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(memories)")}
+            have = {c["name"] for c in sa.inspect(conn).get_columns("memories")}
             for name, kind in (("key_namespace", "VARCHAR(1024)"), ("key", "VARCHAR(256)")):
                 if name not in have:
                     conn.exec_driver_sql(f'ALTER TABLE memories ADD COLUMN "{name}" {kind}')
             conn.exec_driver_sql('CREATE UNIQUE INDEX IF NOT EXISTS ux_memories_key '
                                  'ON memories (tenant_id, user_id, key_namespace, "key")')
+        if version < 4:  # postings instead of SQLite FTS5
+            self._rebuild_keywords(conn)
         conn.execute(meta_t.update().where(meta_t.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
     def close(self) -> None:
@@ -349,16 +299,20 @@ class RecordStore:
             return conn.execute(sa.select(meta_t.c.value).where(meta_t.c.key == key)).scalar()
 
     def set_meta(self, conn: Connection, key: str, value: str) -> None:
-        if conn.execute(sa.select(meta_t.c.key).where(meta_t.c.key == key)).first():
-            conn.execute(meta_t.update().where(meta_t.c.key == key).values(value=value))
-        else:
-            conn.execute(meta_t.insert().values(key=key, value=value))
+        upsert(conn, meta_t, ("key",), {"key": key, "value": value})
 
     # ---------------------------------------------------------------- writes
     def insert(self, conn: Connection, records: Sequence[MemoryRecord]) -> None:
-        for record in records:
-            pk = conn.execute(memories.insert().values(indexed=0, **record_row(record))).inserted_primary_key[0]
-            self._write_derived(conn, pk, record)
+        """Add records with their entity and keyword rows: one statement per table for the batch."""
+        if not records:
+            return
+        # parameters apart from the statement: compiled once, and one round trip for the batch
+        result = conn.execute(
+            memories.insert().returning(memories.c.pk, sort_by_parameter_order=True),
+            [{**record_row(r), "indexed": 0} for r in records],
+        )
+        pks = [int(row[0]) for row in result]
+        self._write_derived(conn, list(zip(pks, records)))
 
     def upsert_keyed(self, conn: Connection, record: MemoryRecord) -> bool:
         """Write a keyed record as the one row of its key: insert it, or overwrite the row that holds the key.
@@ -368,7 +322,7 @@ class RecordStore:
         ``record`` takes them. Returns whether a row was overwritten.
         """
         row = record_row(record)
-        stmt = _dialect_insert(self.engine)(memories).values(indexed=0, **row)
+        stmt = dialect_insert(conn, memories).values(indexed=0, **row)
         kept = {"memory_id", "tenant_id", "user_id", "key_namespace", "key", "created_at", "access_count",
                 "last_accessed_at", "frequency", "supersedes"}
         stmt = stmt.on_conflict_do_update(
@@ -383,56 +337,40 @@ class RecordStore:
             record.access_count, record.frequency = got.access_count, got.frequency
             record.last_accessed_at = _dt(got.last_accessed_at)
             conn.execute(entities_t.delete().where(entities_t.c.pk == got.pk))
-            self._drop_keywords(conn, got.pk)
-        self._write_derived(conn, got.pk, record)
+            self.keywords.drop(conn, [got.pk])
+        self._write_derived(conn, [(got.pk, record)])
         return replaced
 
-    def _write_derived(self, conn: Connection, pk: int, record: MemoryRecord) -> None:
-        if record.entities:
-            conn.execute(
-                entities_t.insert(),
-                [{"pk": pk, "tenant_id": record.tenant_id, "user_id": record.user_id, "entity": e[:256]}
-                 for e in dict.fromkeys(normalize_entity(e) for e in record.entities) if e],
-            )
-        tokens = tokenize(keyword_text(record))
-        conn.exec_driver_sql("INSERT INTO memory_fts(rowid, tokens) VALUES (?, ?)", (pk, " ".join(tokens)))
-        terms = {t[:256] for t in tokens}
-        if terms:
-            conn.exec_driver_sql(_DF_UP, [(record.tenant_id, record.user_id, t) for t in terms])
+    def _write_derived(self, conn: Connection, rows: Sequence[tuple[int, MemoryRecord]]) -> None:
+        entities = [
+            {"pk": pk, "tenant_id": r.tenant_id, "user_id": r.user_id, "entity": e[:256]}
+            for pk, r in rows for e in dict.fromkeys(normalize_entity(e) for e in r.entities) if e
+        ]
+        if entities:
+            conn.execute(entities_t.insert(), entities)
+        # one keyword update for the batch: its counters are locked once, in key order
+        self.keywords.add(conn, [(pk, r.tenant_id, r.user_id, keyword_text(r)) for pk, r in rows])
 
-    def _drop_keywords(self, conn: Connection, pk: int) -> None:
-        """Remove one record's keyword entry and its share of the user's document frequencies."""
-        row = conn.exec_driver_sql(
-            "SELECT m.tenant_id, m.user_id, f.tokens FROM memories m JOIN memory_fts f ON f.rowid = m.pk "
-            "WHERE m.pk = ?", (pk,)
-        ).first()
-        if row is not None:
-            terms = {t[:256] for t in row[2].split()}
-            if terms:
-                conn.exec_driver_sql(_DF_DOWN, [(row[0], row[1], t) for t in terms])
-        conn.exec_driver_sql("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
-
-    def _rebuild_keyword_df(self, conn: Connection) -> None:
-        conn.execute(keyword_df_t.delete())
-        rows = conn.exec_driver_sql(
-            "SELECT m.tenant_id, m.user_id, f.tokens FROM memories m JOIN memory_fts f ON f.rowid = m.pk"
-        )
-        counts: dict[tuple[str, str, str], int] = {}
-        for tenant_id, user_id, tokens in rows:
-            for term in {t[:256] for t in tokens.split()}:
-                counts[(tenant_id, user_id, term)] = counts.get((tenant_id, user_id, term), 0) + 1
-        if counts:
-            conn.execute(keyword_df_t.insert(), [
-                {"tenant_id": k[0], "user_id": k[1], "term": k[2], "df": v} for k, v in counts.items()
-            ])
+    def _rebuild_keywords(self, conn: Connection) -> None:
+        """Index every record's text again (older stores kept an SQLite FTS5 table instead)."""
+        self.keywords.clear(conn)
+        last = 0
+        c = memories.c
+        while rows := list(conn.execute(
+            sa.select(c.pk, c.tenant_id, c.user_id, c.content, c.summary).where(c.pk > last).order_by(c.pk).limit(2000)
+        )):
+            self.keywords.add(conn, [(r[0], r[1], r[2], r[3] if not r[4] else f"{r[3]}\n{r[4]}") for r in rows])
+            last = rows[-1][0]
+        if self.is_sqlite:
+            conn.exec_driver_sql("DROP TABLE IF EXISTS memory_fts")
 
     def replace(self, conn: Connection, record: MemoryRecord) -> None:
         """Rewrite a record in place (same id, same owner), rebuilding its entities and keyword entry."""
         pk = self._pk(conn, record.memory_id, record.tenant_id, record.user_id)
         conn.execute(memories.update().where(memories.c.pk == pk).values(indexed=0, **record_row(record)))
         conn.execute(entities_t.delete().where(entities_t.c.pk == pk))
-        self._drop_keywords(conn, pk)
-        self._write_derived(conn, pk, record)
+        self.keywords.drop(conn, [pk])
+        self._write_derived(conn, [(pk, record)])
 
     def update_fields(self, conn: Connection, memory_ids: Sequence[str], *, reindex: bool, **values: Any) -> int:
         if reindex:
@@ -446,8 +384,7 @@ class RecordStore:
         rows = list(conn.execute(sa.select(memories.c.pk, memories.c.memory_id)
                                  .where(memories.c.memory_id.in_(list(memory_ids)), *owner)))
         pks, ids = [r[0] for r in rows], [r[1] for r in rows]
-        for pk in pks:
-            self._drop_keywords(conn, pk)
+        self.keywords.drop(conn, pks)
         conn.execute(entities_t.delete().where(entities_t.c.pk.in_(pks)))
         conn.execute(retrievals_t.delete().where(retrievals_t.c.tenant_id == tenant_id,
                                                  retrievals_t.c.memory_id.in_(ids)))
@@ -572,47 +509,18 @@ class RecordStore:
     def keyword_search(
         self, tenant_id: str, user_id: str, query: str, filters: SearchFilters, k: int
     ) -> list[tuple[str, float]]:
-        """BM25 (SQLite FTS5) over the user's records; scores returned positive, higher is better."""
-        expr = fts_match_expression(tokenize(query))
-        if expr is None:
-            return []
-        score = sa.literal_column("bm25(memory_fts)")
-        fts = sa.table("memory_fts", sa.column("rowid"), sa.column("tokens"))
-        q = (
-            sa.select(memories.c.memory_id, score.label("score"))
-            .select_from(fts.join(memories, memories.c.pk == fts.c.rowid))
-            .where(sa.text("memory_fts MATCH :expr").bindparams(expr=expr))
-            .where(*self._scope(tenant_id, user_id), *self._filter_clauses(filters))
-            .order_by(score)
-            .limit(k)
-        )
+        """The user's k best records by exact per-user BM25 among those the filters admit."""
         with self.engine.connect() as conn:
-            return [(r[0], -float(r[1])) for r in conn.execute(q)]
+            return self.keywords.search(conn, tenant_id, user_id, tokenize(query), k, memories,
+                                        self._filter_clauses(filters))
 
     def keyword_stats(self, tenant_id: str, user_id: str, tokens: Sequence[str]) -> tuple[float, dict[str, int]]:
-        """BM25 statistics of one user's records (with ``count`` for their number): the mean text
-        length in characters, over the newest ``_LENGTH_SAMPLE``, and per search token how many hold it.
-
-        bm25() in FTS5 counts every user's records; these keep one user's scores independent of
-        what other users store. The counts come from ``keyword_df``, kept with the keyword index, so a
-        search costs one index lookup per token however many records hold it.
+        """BM25 statistics of one user's records (``count`` gives their number): the mean text length
+        in characters, and per search token how many hold it. One user's scores never depend on what
+        other users store; the counts are kept with the keyword index, so this is one lookup per token.
         """
-        scope = self._scope(tenant_id, user_id)
-        text_len = sa.func.length(memories.c.content) + sa.func.coalesce(sa.func.length(memories.c.summary) + 1, 0)
-        newest = (
-            sa.select(text_len.label("n")).where(*scope).order_by(memories.c.pk.desc()).limit(_LENGTH_SAMPLE).subquery()
-        )
-        terms = list(dict.fromkeys(t[:256] for t in tokens if t))
         with self.engine.connect() as conn:
-            mean_len = float(conn.execute(sa.select(sa.func.avg(newest.c.n))).scalar() or 0.0)
-            df = {t: 0 for t in terms}
-            for start in range(0, len(terms), 500):
-                q = sa.select(keyword_df_t.c.term, keyword_df_t.c.df).where(
-                    keyword_df_t.c.tenant_id == tenant_id, keyword_df_t.c.user_id == user_id,
-                    keyword_df_t.c.term.in_(terms[start:start + 500]),
-                )
-                df.update({r[0]: int(r[1]) for r in conn.execute(q)})
-        df = {t: df[t[:256]] for t in tokens if t}
+            _, mean_len, df = self.keywords.stats(conn, tenant_id, user_id, tokens)
         return mean_len, df
 
     def entity_search(
@@ -631,7 +539,7 @@ class RecordStore:
                 entities_t.c.entity.in_(list(entities)),
                 *self._filter_clauses(filters),
             )
-            .group_by(memories.c.memory_id)
+            .group_by(memories.c.pk)  # the key: PostgreSQL then allows ordering by its other columns
             .order_by(hits.desc(), memories.c.created_at.desc())
             .limit(k)
         )

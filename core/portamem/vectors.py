@@ -3,6 +3,10 @@
 The index is derived data: it holds active records only and can always be rebuilt from the record store.
 Filter expressions are built from integers only (scope keys are hashes of tenant and user), so no
 caller-supplied string is ever pasted into a Milvus expression.
+
+On a server (``http://host:19530[/database]``) collections are created with Strong consistency, so a
+search sees every write acknowledged before it without a flush; flushing there costs seconds and only
+seals segments, so it happens on demand (:meth:`MilvusVectorIndex.flush`), never per write.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .errors import StoreError, StoreLockedError, StoreOpenError
+from .errors import StoreError, StoreLockedError, StoreOpenError, StoreUnreachableError
 from .filters import SearchFilters
 from .records import MemoryRecord, MemoryType, Source, Trust
 
@@ -61,7 +65,10 @@ class VectorHit:
 class MilvusVectorIndex:
     """Cosine search over one collection, one partition per tenant+user (milvus-lite prunes by partition)."""
 
+    #: milvus-lite converts unflushed rows again on every search: flush it after this many writes
     FLUSH_EVERY = 2000
+    #: every query of every row ("" needs a limit on a server)
+    _ALL = 'id != ""'
 
     def __init__(
         self,
@@ -79,7 +86,10 @@ class MilvusVectorIndex:
         self.partition_per_user = partition_per_user
         self._lock = threading.RLock()
         self._unflushed = 0
+        self._closed = False
         self._local = not uri.startswith(("http://", "https://", "tcp://", "unix:"))
+        self.remote = not self._local
+        self._consistency: dict[str, str] = {"consistency_level": "Strong"} if self.remote else {}
         if self._local:
             if not uri.endswith(".db"):
                 raise StoreOpenError(f"a milvus-lite index path must end in .db, got {uri!r}")
@@ -91,7 +101,12 @@ class MilvusVectorIndex:
             kwargs: dict[str, Any] = {"uri": uri}
             if token:
                 kwargs["token"] = token
-            self.client = MilvusClient(**kwargs)
+            try:
+                self.client = MilvusClient(**kwargs)
+            except Exception as exc:
+                if self._local:
+                    raise
+                raise StoreUnreachableError(f"cannot reach the Milvus server at {uri}: {exc}", uri) from exc
             try:
                 self._ensure_collection()
             except Exception as exc:
@@ -124,7 +139,11 @@ class MilvusVectorIndex:
             ip = c.prepare_index_params()
             # FLAT: exact. milvus-lite's HNSW loses most neighbours under a selective filter.
             ip.add_index(field_name="vec", index_type="FLAT", metric_type="COSINE")
-            c.create_collection(self.name, schema=s, index_params=ip)
+            try:
+                c.create_collection(self.name, schema=s, index_params=ip, **self._consistency)
+            except Exception:
+                if not c.has_collection(self.name):  # else another process on the server made it first
+                    raise
         c.load_collection(self.name)
         self._partitions = set(c.list_partitions(self.name))
 
@@ -133,10 +152,23 @@ class MilvusVectorIndex:
             return "_default"
         return f"p{key & 0xFFFFFFFFFFFFFFFF:016x}"
 
+    def _has_partition(self, name: str) -> bool:
+        """Whether a partition exists; on a server another process may have made it since we looked."""
+        if name in self._partitions:
+            return True
+        if self.remote and self.client.has_partition(self.name, name):
+            self._partitions.add(name)
+            return True
+        return False
+
     def _ensure_partition(self, name: str) -> None:
         if name not in self._partitions:
             if not self.client.has_partition(self.name, name):
-                self.client.create_partition(self.name, name)
+                try:
+                    self.client.create_partition(self.name, name)
+                except Exception:
+                    if not self.client.has_partition(self.name, name):  # else made by another process
+                        raise
             self._partitions.add(name)
 
     # ---------------------------------------------------------------- writes
@@ -178,8 +210,7 @@ class MilvusVectorIndex:
             self._maybe_flush()
 
     def _maybe_flush(self) -> None:
-        # milvus-lite converts unflushed rows again on every search; keep the memtable small
-        if self._unflushed >= self.FLUSH_EVERY:
+        if self._local and self._unflushed >= self.FLUSH_EVERY:
             self.flush()
 
     def flush(self) -> None:
@@ -219,7 +250,7 @@ class MilvusVectorIndex:
     ) -> list[list[VectorHit]] | None:
         """The k nearest of each vector within one scope; None when the scope has no partition yet."""
         partition = self._partition(key)
-        if partition not in self._partitions:
+        if not self._has_partition(partition):
             return None
         with self._lock:
             result = self.client.search(
@@ -231,6 +262,7 @@ class MilvusVectorIndex:
                 partition_names=[partition],
                 search_params={"metric_type": "COSINE"},
                 output_fields=[],
+                **self._consistency,
             )
         return [[VectorHit(str(h["id"]), float(h["distance"])) for h in hits] for hits in result]
 
@@ -258,13 +290,14 @@ class MilvusVectorIndex:
 
     def count(self) -> int:
         with self._lock:
-            rows = self.client.query(self.name, filter="", output_fields=["count(*)"])
+            rows = self.client.query(self.name, filter=self._ALL, output_fields=["count(*)"], **self._consistency)
         return int(rows[0]["count(*)"])
 
     def ids(self) -> set[str]:
         out: set[str] = set()
         with self._lock:
-            it = self.client.query_iterator(self.name, batch_size=5000, filter="", output_fields=["id"])
+            it = self.client.query_iterator(self.name, batch_size=5000, filter=self._ALL, output_fields=["id"],
+                                            **self._consistency)
             try:
                 while batch := it.next():
                     out.update(str(r["id"]) for r in batch)
@@ -273,9 +306,14 @@ class MilvusVectorIndex:
         return out
 
     def close(self) -> None:
+        """Release the client (and the embedded server when this was its last user). Idempotent."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             try:
-                self.flush()
+                if self._local:  # a server keeps unsealed rows in its log: nothing is lost unflushed
+                    self.flush()
             finally:
                 try:
                     self.client.close()

@@ -63,10 +63,8 @@ def test_refresh_raises_importance_and_counts_access(memory: Memory) -> None:
     assert actions == ["save", "refresh", "refresh"]
 
 
-def test_window_counts_turns_not_messages(tmp_path, embedder) -> None:
-    from portamem import Settings
-
-    mem = Memory(settings=Settings(path=str(tmp_path / "w"), window_turns=2, auto_capture=False), embedder=embedder)
+def test_window_counts_turns_not_messages(tmp_path, embedder, backend) -> None:
+    mem = Memory(settings=backend.settings(tmp_path / "w", window_turns=2, auto_capture=False), embedder=embedder)
     try:
         assert mem.add_turn("first question", "first answer", user_id="u", session_id="s") == []
         assert mem.add_turn("second question", "second answer", user_id="u", session_id="s") == []
@@ -115,10 +113,8 @@ async def test_async_twins(memory: Memory) -> None:
     assert len(await memory.acontext(user_id="u1")) == 1
 
 
-def test_a_captured_statement_and_its_episode_are_recalled_once(tmp_path, embedder) -> None:
-    from portamem import Settings
-
-    settings = Settings(path=str(tmp_path / "c"), window_turns=1)
+def test_a_captured_statement_and_its_episode_are_recalled_once(tmp_path, embedder, backend) -> None:
+    settings = backend.settings(tmp_path / "c", window_turns=1)
     with Memory(settings=settings, embedder=embedder) as mem:
         captured = mem.add_turn("Please remember that my locker is number 4417.", "Will do.", user_id="u")
         episode = mem.add_turn("thanks", "any time", user_id="u")[0]

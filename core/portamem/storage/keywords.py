@@ -1,0 +1,220 @@
+"""Exact per-user BM25 from a postings table, in one SQL statement, on SQLite and PostgreSQL alike.
+
+Each record's search tokens (the project's own tokeniser, so Chinese is segmented by jieba) are kept
+as postings ``(tenant_id, user_id, term, record) -> (tf, doc_len)``; ``keyword_df`` counts per user
+and term how many records hold it, and ``keyword_users`` holds each user's record count and total
+length. A search reads only the postings of its own terms for its own user, and scores them with the
+same formula and statistics as :func:`portamem.retrieval.bm25_idf` and the read path's scorer, so its
+top k is the exact per-user BM25 top k. Every change happens in the caller's transaction.
+
+A record also has a posting under the empty term (never a search token), which remembers its length
+for the counts when it is dropped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..text import tokenize
+from .dialect import add_counts
+
+__all__ = ["PostingsKeywordIndex", "keyword_md", "BM25_K1", "BM25_B", "TERM_CHARS"]
+
+#: BM25's usual term-saturation and length constants
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: longer tokens are cut to this for storage
+TERM_CHARS = 256
+#: the posting every record has, whatever its text
+_MARK = ""
+
+keyword_md = sa.MetaData()
+
+postings_t = sa.Table(
+    "keyword_postings",
+    keyword_md,
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256), nullable=False),
+    sa.Column("term", sa.String(TERM_CHARS), nullable=False),
+    sa.Column("record", sa.Integer, nullable=False),
+    sa.Column("tf", sa.Integer, nullable=False),
+    sa.Column("doc_len", sa.Integer, nullable=False),
+    # a search for one term of one user is one index range scan that needs no table lookups
+    sa.PrimaryKeyConstraint("tenant_id", "user_id", "term", "record", postgresql_include=["tf", "doc_len"]),
+    sa.Index("ix_postings_record", "record"),
+    sqlite_with_rowid=False,
+)
+
+#: per user and search token, how many of the user's records hold it
+df_t = sa.Table(
+    "keyword_df",
+    keyword_md,
+    sa.Column("tenant_id", sa.String(256), primary_key=True),
+    sa.Column("user_id", sa.String(256), primary_key=True),
+    sa.Column("term", sa.String(TERM_CHARS), primary_key=True),
+    sa.Column("df", sa.Integer, nullable=False),
+)
+
+users_t = sa.Table(
+    "keyword_users",
+    keyword_md,
+    sa.Column("tenant_id", sa.String(256), primary_key=True),
+    sa.Column("user_id", sa.String(256), primary_key=True),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("total_len", sa.BigInteger, nullable=False),
+)
+
+#: (record primary key, tenant, user, text) of one record
+Entry = tuple[int, str, str, str]
+
+
+def _terms(tokens: Iterable[str]) -> list[str]:
+    return sorted({t[:TERM_CHARS] for t in tokens if t})
+
+
+def _f8(x: Any) -> Any:
+    # float8 throughout: numeric arithmetic was several times slower on PostgreSQL
+    return sa.cast(x, sa.Double)
+
+
+class PostingsKeywordIndex:
+    """The keyword index of a record store (one per store; stateless between calls)."""
+
+    tables = (postings_t, df_t, users_t)
+
+    # ---------------------------------------------------------------- writes
+    def add(self, conn: Connection, entries: Sequence[Entry]) -> None:
+        """Index records (their primary keys must not be indexed already)."""
+        rows: list[dict[str, Any]] = []
+        df: Counter[tuple[str, str, str]] = Counter()
+        users: dict[tuple[str, str], list[int]] = {}
+        for pk, tenant_id, user_id, text in entries:
+            counts = Counter(t[:TERM_CHARS] for t in tokenize(text) if t)
+            rows.append({"tenant_id": tenant_id, "user_id": user_id, "term": _MARK, "record": pk,
+                         "tf": 0, "doc_len": len(text)})
+            rows.extend({"tenant_id": tenant_id, "user_id": user_id, "term": term, "record": pk,
+                         "tf": tf, "doc_len": len(text)} for term, tf in counts.items())
+            df.update((tenant_id, user_id, term) for term in counts)
+            totals = users.setdefault((tenant_id, user_id), [0, 0])
+            totals[0] += 1
+            totals[1] += len(text)
+        if not rows:
+            return
+        conn.execute(postings_t.insert(), rows)
+        self._count(conn, users, df)
+
+    def drop(self, conn: Connection, pks: Sequence[int]) -> None:
+        """Remove records from the index and their share of the counts."""
+        pks = list(dict.fromkeys(pks))
+        df: Counter[tuple[str, str, str]] = Counter()
+        users: dict[tuple[str, str], list[int]] = {}
+        for start in range(0, len(pks), 500):
+            chunk = pks[start:start + 500]
+            q = sa.select(postings_t.c.tenant_id, postings_t.c.user_id, postings_t.c.term, postings_t.c.doc_len)
+            for tenant_id, user_id, term, doc_len in conn.execute(q.where(postings_t.c.record.in_(chunk))):
+                if term == _MARK:
+                    totals = users.setdefault((tenant_id, user_id), [0, 0])
+                    totals[0] -= 1
+                    totals[1] -= doc_len
+                else:
+                    df[(tenant_id, user_id, term)] -= 1
+            conn.execute(postings_t.delete().where(postings_t.c.record.in_(chunk)))
+        self._count(conn, users, df)
+
+    @staticmethod
+    def _count(conn: Connection, users: dict[tuple[str, str], list[int]], df: Counter[tuple[str, str, str]]) -> None:
+        # users first, then terms, each in key order: one lock order for every writer
+        add_counts(conn, users_t, ("tenant_id", "user_id"),
+                   [{"tenant_id": t, "user_id": u, "n": n, "total_len": length} for (t, u), (n, length) in users.items()])
+        add_counts(conn, df_t, ("tenant_id", "user_id", "term"),
+                   [{"tenant_id": t, "user_id": u, "term": w, "df": d} for (t, u, w), d in df.items() if d])
+
+    def recount(self, conn: Connection) -> None:
+        """Derive the counters from the postings again (after postings were copied in as they are)."""
+        p = postings_t.c
+        conn.execute(df_t.delete())
+        conn.execute(users_t.delete())
+        conn.execute(df_t.insert().from_select(
+            ["tenant_id", "user_id", "term", "df"],
+            sa.select(p.tenant_id, p.user_id, p.term, sa.func.count()).where(p.term != _MARK)
+            .group_by(p.tenant_id, p.user_id, p.term),
+        ))
+        conn.execute(users_t.insert().from_select(
+            ["tenant_id", "user_id", "n", "total_len"],
+            sa.select(p.tenant_id, p.user_id, sa.func.count(), sa.func.sum(p.doc_len)).where(p.term == _MARK)
+            .group_by(p.tenant_id, p.user_id),
+        ))
+
+    def clear(self, conn: Connection) -> None:
+        for table in self.tables:
+            conn.execute(table.delete())
+
+    # ---------------------------------------------------------------- reads
+    def stats(self, conn: Connection, tenant_id: str, user_id: str, tokens: Sequence[str]) -> tuple[int, float, dict[str, int]]:
+        """The user's record count, mean text length, and per token how many records hold it."""
+        row = conn.execute(
+            sa.select(users_t.c.n, users_t.c.total_len).where(users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id)
+        ).first()
+        n, total = (int(row[0]), int(row[1])) if row else (0, 0)
+        terms = _terms(tokens)
+        found: dict[str, int] = {}
+        for start in range(0, len(terms), 500):
+            q = sa.select(df_t.c.term, df_t.c.df).where(
+                df_t.c.tenant_id == tenant_id, df_t.c.user_id == user_id, df_t.c.term.in_(terms[start:start + 500])
+            )
+            found.update({r[0]: int(r[1]) for r in conn.execute(q)})
+        return n, (total / n if n else 0.0), {t: found.get(t[:TERM_CHARS], 0) for t in tokens if t}
+
+    def search(
+        self,
+        conn: Connection,
+        tenant_id: str,
+        user_id: str,
+        tokens: Sequence[str],
+        k: int,
+        records: sa.Table,
+        where: Sequence[Any] = (),
+    ) -> list[tuple[str, float]]:
+        """The user's k best records by exact BM25 among those ``where`` admits: (memory_id, score).
+
+        One statement: the user's (n, total_len), each term's idf from ``keyword_df``, the postings of
+        those terms, summed per record, joined to ``records`` (which has ``pk`` and ``memory_id``).
+        """
+        terms = _terms(tokens)
+        if not terms or k <= 0:
+            return []
+        user = (
+            sa.select(_f8(users_t.c.n).label("n"), (_f8(users_t.c.total_len) / _f8(users_t.c.n)).label("avgdl"))
+            .where(users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id, users_t.c.n > 0)
+            .cte("bm25_user")
+        )
+        raw_idf = sa.func.ln((user.c.n - _f8(df_t.c.df) + 0.5) / (_f8(df_t.c.df) + 0.5))
+        idf = (
+            sa.select(df_t.c.term, sa.case((raw_idf > 0, raw_idf), else_=1e-6).label("idf"))
+            .select_from(df_t.join(user, sa.true()))
+            .where(df_t.c.tenant_id == tenant_id, df_t.c.user_id == user_id, df_t.c.term.in_(terms), df_t.c.df > 0)
+            .cte("bm25_idf")
+        )
+        p = postings_t.c
+        tf, dl = _f8(p.tf), _f8(p.doc_len)
+        term_score = idf.c.idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / user.c.avgdl))
+        scores = (
+            sa.select(p.record, sa.func.sum(term_score).label("score"))
+            .select_from(postings_t.join(idf, p.term == idf.c.term).join(user, sa.true()))
+            .where(p.tenant_id == tenant_id, p.user_id == user_id, p.term.in_(terms))
+            .group_by(p.record)
+            .subquery("bm25")
+        )
+        q = (
+            sa.select(records.c.memory_id, scores.c.score)
+            .select_from(scores.join(records, records.c.pk == scores.c.record))
+            .where(*where)
+            .order_by(scores.c.score.desc(), records.c.pk.desc())
+            .limit(k)
+        )
+        return [(r[0], float(r[1])) for r in conn.execute(q)]
