@@ -13,10 +13,12 @@ __all__ = ["STORAGE_COMMANDS", "store_settings"]
 
 
 def store_settings(location: str, config: str | None, vector_uri: str | None = None) -> Settings:
-    """Settings of a store named by a directory (embedded stores) or a database URL."""
+    """Settings of a store named by a database URL, or by a directory: the embedded stores in it,
+    whatever URLs the configuration names."""
+    settings = Settings.load(config)
     if "://" in location:
-        return Settings.load(config, db_url=location, vector_uri=vector_uri)
-    return Settings.load(config, path=location, vector_uri=vector_uri)
+        return settings.replace(db_url=location, vector_uri=vector_uri or settings.vector_uri)
+    return settings.replace(path=location, db_url=None, vector_uri=vector_uri)
 
 
 def _add_migrate(p: argparse.ArgumentParser) -> None:
