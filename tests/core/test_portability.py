@@ -208,8 +208,10 @@ def test_a_tampered_export_is_refused_whole(memory: Memory, tmp_path, edit: str)
         lines[-1] = json.dumps(trailer) + "\n"
     elif edit == "header_count":
         lines[0] = lines[0].replace('"records": 3', '"records": 2')
-    else:
-        lines.append(lines[2])
+    else:  # a record smuggled in after the trailer
+        extra = json.loads(lines[2])
+        extra["record"].update(memory_id="e" * 32, content="A line nobody exported.")
+        lines.append(json.dumps(extra) + "\n")
     with Memory(settings=Settings(path=str(tmp_path / "dst")), embedder=memory.embedder) as dst:
         with pytest.raises(ImportFormatError):
             dst.import_(io.StringIO("".join(lines)))
