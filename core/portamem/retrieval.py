@@ -400,7 +400,7 @@ class Retriever:
     @staticmethod
     def _same(a: MemoryRecord, a_words: frozenset[str], b: MemoryRecord | None, b_words: frozenset[str],
               threshold: float) -> bool:
-        if b is None:
+        if b is None or a.key is not None or b.key is not None:  # a keyed memory is its own entry (portamem.keys)
             return False
         if " ".join(a.content.split()).casefold() == " ".join(b.content.split()).casefold():
             return True

@@ -216,3 +216,9 @@ def test_a_schema_2_store_is_migrated_on_open(tmp_path: Path, embedder: Embedder
         assert a.memory_id == b.memory_id and len(memory.list_memories(user_id="u")) == 2
     with sqlite3.connect(path / "records.sqlite3") as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+
+
+def test_search_returns_every_keyed_twin(memory: Memory) -> None:
+    ids = {memory.save_memory("Alice is allergic to peanuts.", user_id="u", key=k).memory_id for k in ("a", "b")}
+    twin = memory.save_memory("Alice is allergic to peanuts.", user_id="u").memory_id
+    assert {h.memory_id for h in memory.search_memory("peanut allergy", user_id="u")} == ids | {twin}
