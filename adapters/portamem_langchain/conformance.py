@@ -54,7 +54,7 @@ class LangChainDriver:
             store=PortamemStore(memory),
             retriever=PortamemRetriever(memory=memory, user_id=user_id),
             history=PortamemChatMessageHistory(memory, user_id=user_id, session_id=session_id),
-            namespace=(user_id, "memories"),
+            namespace=("memories", user_id),
         )
 
     def close(self, handle: LangChainHandle) -> None:

@@ -1,17 +1,25 @@
 """``PortamemStore``: LangGraph's ``BaseStore`` (long-term memory across threads) over portamem.
 
-Namespace mapping: the label at ``user_label`` (default 0, as in ``(user_id, "memories")``) is the
-portamem user; the tenant is the store's. The other labels, joined with "." (which LangGraph forbids
-inside a label), are the record's ``agent_id`` scope. An item's namespace, key and value ride in the
-record's ``metadata["langgraph"]``; its text (what is embedded and searched) is the value's
-``content``, ``text`` or ``memory`` string, the fields named by ``index``, or else the value as JSON.
-Memories written by other adapters appear under ``(user_id, "memories")``, keyed by memory id, with
-value ``{"content": text}``.
+Namespace mapping: the label at ``user_label`` is the portamem user; the default, 1, is LangMem's
+documented layout ``("memories", "{user_id}")``. Pass ``user_label=0`` for ``(user_id, ...)``
+layouts. The other labels are the key's namespace and ``key`` is the key: every item is a keyed
+portamem memory (``portamem.keys``), so a put is one atomic upsert of its key (parallel puts leave
+one item), moves ``updated_at`` and is never merged into another memory by dedupe. The item's
+value rides in the record's ``metadata["langgraph"]``; its text (what is embedded and searched) is
+the value's ``content``, ``text`` or ``memory`` string, the fields named by ``index``, or else the
+value as JSON. Unkeyed memories written by other adapters appear under ``("memories", user_id)``
+(with the user at ``user_label``), keyed by memory id, with value ``{"content": text}``.
 
-This is portamem memory through LangGraph's interface, not a plain key-value store: a put whose text
-nearly duplicates another memory of the user is merged into it by portamem's dedupe, a put over a
-key rewrites that record in place (``Memory.update_memory``: atomic, the old text kept in the audit
-log), and a delete forgets. ``get`` and ``put`` look a key up among the records of its namespace.
+A search with a query ranks the user's memories once, ``max(search_depth, offset + limit)`` deep,
+and pages are slices of that one ranking: they never overlap and scores fall from page to page.
+As in LangGraph's own stores every item under the prefix is ranked: those the query found no
+evidence for follow the hits with score 0, and items put with ``index=False``, never scored, come
+last with score ``None``. Without a query, items come in write order.
+
+Scope: a default store is per user; ``list_namespaces`` and ``search`` need a prefix that names the
+user. ``PortamemStore(memory, tenant_wide=True)`` is the explicit administrative mode (LangGraph
+tooling that browses every namespace): there, prefixes that stop before the user label and
+suffix-only listings span every user of the tenant.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ._framework import require
@@ -36,6 +44,7 @@ from langgraph.store.base import (  # noqa: E402
     Result,
     SearchItem,
     SearchOp,
+    validate_op_namespace,
 )
 
 # the in-memory store's own matchers: filters and namespace conditions mean exactly what they mean there
@@ -43,17 +52,19 @@ from langgraph.store.memory import _compare_values, _does_match  # noqa: E402
 
 from portamem import Memory, MemoryRecord, Status  # noqa: E402
 from portamem.errors import NotFoundError, ValidationError  # noqa: E402
-from portamem.records import from_iso, to_iso, utcnow  # noqa: E402
+from portamem.keys import TOOL_NAMESPACE, split_namespace  # noqa: E402
 
-__all__ = ["PortamemStore", "LANGGRAPH_KEY", "TEXT_FIELDS"]
+__all__ = ["PortamemStore", "LANGGRAPH_KEY", "TEXT_FIELDS", "SEARCH_DEPTH"]
 
-#: key of a record's metadata that holds the LangGraph namespace, key and value
+#: key of a record's metadata that holds the LangGraph value
 LANGGRAPH_KEY = "langgraph"
 #: value fields that hold the memory text, in order of preference
 TEXT_FIELDS = ("content", "text", "memory")
-#: how far a filtered search widens before it settles for fewer hits
-_MAX_SEARCH_K = 1000
+#: how many of a user's memories one query search ranks (at least), pages being slices of it
+SEARCH_DEPTH = 100
 _MEMORY_ID = re.compile(r"^[0-9a-f]{32}$")
+#: statuses an item can be read back in: a quarantined text is held for review, never handed out
+_READABLE = (Status.ACTIVE, Status.PENDING)
 
 
 class PortamemStore(BaseStore):
@@ -65,19 +76,28 @@ class PortamemStore(BaseStore):
         self,
         memory: Memory,
         *,
-        user_label: int = 0,
+        user_label: int = 1,
         tenant_id: str | None = None,
-        default_namespace: tuple[str, ...] = ("memories",),
+        default_namespace: tuple[str, ...] = TOOL_NAMESPACE,
+        tenant_wide: bool = False,
+        search_depth: int = SEARCH_DEPTH,
     ) -> None:
-        if isinstance(user_label, bool) or not isinstance(user_label, int) or user_label < 0:
-            raise ValidationError(f"user_label must be a non-negative integer, got {user_label!r}")
+        for name, value, least in (("user_label", user_label, 0), ("search_depth", search_depth, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValidationError(f"{name} must be an integer >= {least}, got {value!r}")
         self.memory = memory
         self.user_label = user_label
         self.tenant_id = tenant_id
+        #: where unkeyed memories of other adapters appear (the labels besides the user's)
         self.default_namespace = tuple(default_namespace)
+        self.tenant_wide = bool(tenant_wide)
+        self.search_depth = search_depth
 
     # ------------------------------------------------------------------ BaseStore
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        for op in ops:  # ops passed straight to batch skip BaseStore's own check; refuse the batch whole
+            validate_op_namespace(op)
         return [self._run(op) for op in ops]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -103,7 +123,8 @@ class PortamemStore(BaseStore):
         if len(namespace) <= i:
             raise ValidationError(
                 f"namespace {namespace!r} has no user label at position {i}: portamem scopes every memory "
-                f"by user, so put the user id there (PortamemStore(user_label=...) moves it)"
+                f"by user, so put the user id there (PortamemStore(user_label=...) moves it; "
+                f"PortamemStore(tenant_wide=True) searches and lists across users)"
             )
         return namespace[i], namespace[:i] + namespace[i + 1:]
 
@@ -111,36 +132,48 @@ class PortamemStore(BaseStore):
         i = self.user_label
         return rest[:i] + (user_id,) + rest[i:]
 
-    def _locate(self, record: MemoryRecord) -> tuple[tuple[str, ...], str, dict[str, Any]]:
-        """Namespace, key and value of a record, whether this store wrote it or not."""
-        lg = record.metadata.get(LANGGRAPH_KEY)
-        if isinstance(lg, Mapping):
-            return tuple(lg["namespace"]), str(lg["key"]), dict(lg["value"])
-        return self._join(record.user_id, self.default_namespace), record.memory_id, {"content": record.content}
+    def _users(self, prefix: tuple[str, ...]) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """(user, prefix of the other labels) for each user a prefix reaches."""
+        if len(prefix) > self.user_label and prefix[self.user_label] != "*":
+            yield self._split(prefix)
+            return
+        if not self.tenant_wide:
+            raise ValidationError(
+                f"prefix {prefix!r} names no user at position {self.user_label}: a per-user store never "
+                "searches or lists across users (open PortamemStore(memory, tenant_wide=True) to administer them)"
+            )
+        for user_id in self.memory.user_ids(tenant_id=self.tenant_id):
+            yield user_id, prefix[:self.user_label] + prefix[self.user_label + 1:]
+
+    def _locate(self, record: MemoryRecord) -> tuple[tuple[str, ...], str]:
+        if record.key is not None:
+            return self._join(record.user_id, split_namespace(record.key_namespace or "")), record.key
+        return self._join(record.user_id, self.default_namespace), record.memory_id
 
     def _item(self, record: MemoryRecord, cls: type[Item] = Item, **extra: Any) -> Any:
-        namespace, key, value = self._locate(record)
+        namespace, key = self._locate(record)
         lg = record.metadata.get(LANGGRAPH_KEY)
-        created = from_iso(lg.get("created_at")) if isinstance(lg, Mapping) else None
-        return cls(namespace=namespace, key=key, value=value, created_at=created or record.created_at,
-                   updated_at=record.created_at, **extra)
+        value = dict(lg["value"]) if record.key is not None and isinstance(lg, Mapping) else {"content": record.content}
+        return cls(namespace=namespace, key=key, value=value, created_at=record.created_at,
+                   updated_at=record.updated_at, **extra)
+
+    def _foreign(self, user_id: str, rest: tuple[str, ...], key: str) -> MemoryRecord | None:
+        """An unkeyed memory of another adapter shown at (default namespace, memory id)."""
+        if rest != self.default_namespace or not _MEMORY_ID.match(key):
+            return None
+        try:
+            record = self.memory.get_memory(key, user_id=user_id, tenant_id=self.tenant_id)
+        except NotFoundError:
+            return None
+        return record if record.key is None and record.status is Status.ACTIVE else None
 
     def _find(self, namespace: tuple[str, ...], key: str) -> MemoryRecord | None:
-        """The live record at (namespace, key), the newest if a crash left two."""
         user_id, rest = self._split(namespace)
-        if rest == self.default_namespace and _MEMORY_ID.match(key):
-            try:
-                record = self.memory.get_memory(key, user_id=user_id, tenant_id=self.tenant_id)
-            except NotFoundError:
-                record = None
-            if record is not None and record.status is Status.ACTIVE and LANGGRAPH_KEY not in record.metadata:
-                return record
-        scope = {"agent_id": ".".join(rest)} if rest else None
-        found = [
-            r for r in self.memory.list_memories(user_id=user_id, filters=scope, tenant_id=self.tenant_id)
-            if self._locate(r)[:2] == (namespace, key)
-        ]
-        return max(found, key=lambda r: r.created_at, default=None)
+        try:
+            record = self.memory.get_by_key(key, user_id=user_id, key_namespace=rest, tenant_id=self.tenant_id)
+        except NotFoundError:
+            return self._foreign(user_id, rest, key)
+        return record if record.status in _READABLE else None
 
     # ------------------------------------------------------------------ operations
     def _get(self, op: GetOp) -> Item | None:
@@ -151,65 +184,91 @@ class PortamemStore(BaseStore):
         namespace = tuple(op.namespace)
         user_id, rest = self._split(namespace)
         if op.ttl is not None:
-            raise ValidationError("PortamemStore does not expire items (supports_ttl is False); memories decay instead")
-        old = self._find(namespace, op.key)
+            raise NotImplementedError("PortamemStore does not expire items (supports_ttl is False); memories decay")
         if op.value is None:
-            if old is not None:
-                self.memory.forget_memory([old.memory_id], user_id=user_id, tenant_id=self.tenant_id)
+            try:
+                self.memory.forget_by_key(op.key, user_id=user_id, key_namespace=rest, tenant_id=self.tenant_id)
+            except NotFoundError:
+                foreign = self._foreign(user_id, rest, op.key)
+                if foreign is not None:
+                    self.memory.forget_memory([foreign.memory_id], user_id=user_id, tenant_id=self.tenant_id)
             return
         if not isinstance(op.value, Mapping):
             raise ValidationError(f"a store value must be a mapping, got {type(op.value).__name__}")
-        created = self._item(old).created_at if old is not None else utcnow()
-        meta = {LANGGRAPH_KEY: {"namespace": list(namespace), "key": op.key, "value": dict(op.value),
-                                "created_at": to_iso(created)}}
-        if old is not None:  # one atomic rewrite: the key keeps its record, a crash keeps one value
-            self.memory.update_memory(old.memory_id, user_id=user_id, content=_text(op.value, op.index),
-                                      metadata=meta, tenant_id=self.tenant_id)
+        text = _text(op.value, op.index)
+        foreign = self._foreign(user_id, rest, op.key)
+        if foreign is not None:  # an edit of another adapter's memory rewrites it in place
+            self.memory.update_memory(foreign.memory_id, user_id=user_id, content=text, tenant_id=self.tenant_id)
             return
-        self.memory.save_memory(
-            _text(op.value, op.index), user_id=user_id, agent_id=".".join(rest) or None,
-            metadata=meta, tenant_id=self.tenant_id,
-        )
+        lg: dict[str, Any] = {"value": dict(op.value)}
+        if op.index is False:
+            lg["index"] = False
+        self.memory.save_memory(text, user_id=user_id, key=op.key, key_namespace=rest,
+                                metadata={LANGGRAPH_KEY: lg}, tenant_id=self.tenant_id)
+
+    def _listed(self, user_id: str, rest: tuple[str, ...]) -> list[MemoryRecord]:
+        """A user's items under a prefix of the other labels, in write order."""
+        shows_foreign = self.default_namespace[:len(rest)] == rest
+        if not shows_foreign and "*" not in rest:
+            return self.memory.list_keyed(user_id=user_id, key_namespace=rest, tenant_id=self.tenant_id)
+        return [r for r in self.memory.list_memories(user_id=user_id, tenant_id=self.tenant_id)
+                if _under(self._rest(r), rest)]
+
+    def _rest(self, record: MemoryRecord) -> tuple[str, ...]:
+        return split_namespace(record.key_namespace or "") if record.key is not None else self.default_namespace
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        user_id, _ = self._split(prefix)
         want = op.offset + op.limit
 
         def keep(record: MemoryRecord) -> bool:
-            namespace, _, value = self._locate(record)
-            return namespace[: len(prefix)] == prefix and all(
-                _compare_values(value.get(k), v) for k, v in (op.filter or {}).items()
-            )
+            value = self._item(record).value
+            return all(_compare_values(value[k] if k in value else _field(value, k), v)
+                       for k, v in (op.filter or {}).items())
 
         if not op.query:
-            records = [r for r in self.memory.list_memories(user_id=user_id, tenant_id=self.tenant_id) if keep(r)]
+            records = [r for user_id, rest in self._users(prefix) for r in self._listed(user_id, rest) if keep(r)]
             return [self._item(r, SearchItem) for r in records[op.offset:want]]
-        k = max(want, 1)
-        while True:
-            hits = self.memory.search_memory(op.query, user_id=user_id, top_k=k, tenant_id=self.tenant_id)
-            kept = [h for h in hits if keep(h.record)]
-            if len(kept) >= want or len(hits) < k or k >= _MAX_SEARCH_K:
-                break
-            k = min(k * 4, _MAX_SEARCH_K)
-        return [self._item(h.record, SearchItem, score=h.score) for h in kept[op.offset:want]]
+        depth = max(self.search_depth, want)
+        scopes = list(self._users(prefix))
+        scored: list[tuple[float, MemoryRecord]] = []
+        for user_id, rest in scopes:
+            hits = self.memory.search_memory(op.query, user_id=user_id, top_k=depth, tenant_id=self.tenant_id)
+            scored += [(h.score, h.record) for h in hits
+                       if _under(self._rest(h.record), rest) and not _unindexed(h.record) and keep(h.record)]
+        scored.sort(key=lambda sr: -sr[0])  # stable: one user's own order is kept among equal scores
+        ranked = [self._item(r, SearchItem, score=sc) for sc, r in scored]
+        if len(ranked) < want:
+            # as in LangGraph's own stores every item is ranked: those the query found no evidence for
+            # follow with score 0, then the index=False ones, unscored; the same list whatever the page
+            found = {r.memory_id for _, r in scored}
+            rest_of = [r for user_id, rest in scopes for r in self._listed(user_id, rest)
+                       if r.memory_id not in found and keep(r)]
+            ranked += [self._item(r, SearchItem, score=0.0) for r in rest_of if not _unindexed(r)]
+            ranked += [self._item(r, SearchItem, score=None) for r in rest_of if _unindexed(r)]
+        return ranked[op.offset:want]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        user_id = next(
-            (c.path[self.user_label] for c in op.match_conditions or ()
-             if c.match_type == "prefix" and len(c.path) > self.user_label and c.path[self.user_label] != "*"),
-            None,
-        )
-        if user_id is None:
-            raise ValidationError(
-                "list_namespaces needs a prefix naming the user (e.g. prefix=(user_id,)): "
-                "portamem never lists across users"
-            )
-        namespaces = {self._locate(r)[0] for r in self.memory.list_memories(user_id=user_id, tenant_id=self.tenant_id)}
-        matched = [ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions or ())]
+        conditions = tuple(op.match_conditions or ())
+        prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), ())
+        namespaces = {
+            self._locate(r)[0]
+            for user_id, rest in self._users(prefix)
+            for r in self._listed(user_id, rest)
+        }
+        matched = {ns for ns in namespaces if all(_does_match(c, ns) for c in conditions)}
         if op.max_depth is not None:
-            matched = list({ns[: op.max_depth] for ns in matched})
+            matched = {ns[: op.max_depth] for ns in matched}
         return sorted(matched)[op.offset: op.offset + op.limit]
+
+
+def _under(labels: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
+    return len(labels) >= len(prefix) and all(p in ("*", label) for p, label in zip(prefix, labels))
+
+
+def _unindexed(record: MemoryRecord) -> bool:
+    lg = record.metadata.get(LANGGRAPH_KEY)
+    return record.key is not None and isinstance(lg, Mapping) and lg.get("index") is False
 
 
 def _text(value: Mapping[str, Any], index: Any) -> str:

@@ -24,10 +24,12 @@ from .validation import MAX_ROWS, check_filters, check_int, check_text
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["SEPARATOR", "Namespace", "join_namespace", "split_namespace", "check_key", "KeyedMemory"]
+__all__ = ["SEPARATOR", "TOOL_NAMESPACE", "Namespace", "join_namespace", "split_namespace", "check_key", "KeyedMemory"]
 
 #: joins a namespace's labels in the stored form
 SEPARATOR = "."
+#: where the adapters' memory tools keep the facts a model names by key: LangMem's ("memories", user)
+TOOL_NAMESPACE = ("memories",)
 Namespace = str | Sequence[str]
 
 

@@ -124,7 +124,7 @@ def test_history_mode_continues_a_conversation_without_a_checkpointer(tmp_path: 
 def test_tools_reach_the_same_memory_as_the_store(tmp_path: Path, embedder: Embedder) -> None:
     with Memory(tmp_path / "store", embedder=embedder) as memory:
         store = PortamemStore(memory)
-        store.put(("alice", "memories"), "tea", {"content": "Alice drinks jasmine green tea."})
+        store.put(("memories", "alice"), "tea", {"content": "Alice drinks jasmine green tea."})
         search = AIMessage("", tool_calls=[{"name": "search_memory", "args": {"query": "tea"},
                                             "id": "call-1", "type": "tool_call"}])
         agent = create_agent(_model(search, "Jasmine green tea."), tools=[], store=store,

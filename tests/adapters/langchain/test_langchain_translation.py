@@ -1,4 +1,4 @@
-"""The LangChain adapter's translations: messages, chat history, LangGraph store, retriever, run scope."""
+"""The LangChain adapter's translations: messages, chat history, retriever, run scope."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,12 +14,10 @@ import pytest
 pytest.importorskip("langchain.agents")
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
-from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp  # noqa: E402
 from portamem_langchain import (  # noqa: E402
     PortamemChatMessageHistory,
     PortamemMiddleware,
     PortamemRetriever,
-    PortamemStore,
 )
 
 from portamem import Memory  # noqa: E402
@@ -82,86 +79,6 @@ def test_resending_a_transcript_stores_each_turn_once(memory: Memory) -> None:
     history.add_messages(first)
     history.add_messages([*first, HumanMessage("two", id="h2"), AIMessage("2", id="a2")])
     assert [m.text for m in history.messages] == ["one", "1", "two", "2"]
-
-
-# ---------------------------------------------------------------------- LangGraph store
-def test_store_put_get_search_delete(memory: Memory) -> None:
-    store = PortamemStore(memory)
-    ns = ("alice", "memories")
-    store.put(ns, "tea", {"content": "Alice drinks jasmine green tea.", "tags": ["drink"]})
-    store.put(ns, "city", {"text": "Alice moved to Oslo in 2019."})
-    store.put(("alice", "prefs", "ui"), "theme", {"theme": "dark"})
-    item = store.get(ns, "tea")
-    assert item is not None and item.value == {"content": "Alice drinks jasmine green tea.", "tags": ["drink"]}
-    assert (item.namespace, item.key) == (ns, "tea") and isinstance(item.created_at, datetime)
-    hits = store.search(("alice",), query="Which tea?", limit=2)
-    assert hits[0].key == "tea" and hits[0].score is not None and len(hits) == 2
-    assert [i.key for i in store.search(("alice", "memories"), filter={"tags": ["drink"]})] == ["tea"]
-    assert [i.key for i in store.search(("alice", "prefs"))] == ["theme"]
-    assert store.list_namespaces(prefix=("alice",)) == [("alice", "memories"), ("alice", "prefs", "ui")]
-    assert store.list_namespaces(prefix=("alice",), max_depth=2) == [("alice", "memories"), ("alice", "prefs")]
-    store.delete(ns, "tea")
-    assert store.get(ns, "tea") is None
-    assert "Alice drinks jasmine green tea." not in [h.content for h in memory.search_memory("tea", user_id="alice")]
-
-
-def test_store_overwrite_keeps_one_item_and_its_created_at(memory: Memory) -> None:
-    store = PortamemStore(memory)
-    ns = ("alice", "memories")
-    store.put(ns, "job", {"content": "Alice works as a dentist."})
-    first = store.get(ns, "job")
-    store.put(ns, "job", {"content": "Alice works as a pilot now."})
-    second = store.get(ns, "job")
-    assert first is not None and second is not None
-    assert second.value == {"content": "Alice works as a pilot now."}
-    assert second.created_at == first.created_at and second.updated_at >= first.updated_at
-    assert [i.value["content"] for i in store.search(ns)] == ["Alice works as a pilot now."]
-
-
-def test_store_batch_runs_ops_in_order_and_none_deletes(memory: Memory) -> None:
-    store = PortamemStore(memory)
-    ns = ("bob", "memories")
-    results = asyncio.run(store.abatch([
-        PutOp(ns, "k", {"content": "Bob plays the cello."}),
-        GetOp(ns, "k"),
-        PutOp(ns, "k", None),
-        GetOp(ns, "k"),
-        SearchOp(("bob",), query="cello"),
-        ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("bob",)),)),
-    ]))
-    assert results[0] is None and results[1].value == {"content": "Bob plays the cello."}
-    assert results[2] is None and results[3] is None and results[4] == [] and results[5] == []
-
-
-def test_store_sees_memories_written_elsewhere_and_keeps_users_apart(memory: Memory) -> None:
-    record = memory.save_memory("Alice's cat is called Tom.", user_id="alice")
-    store = PortamemStore(memory)
-    item = store.get(("alice", "memories"), record.memory_id)
-    assert item is not None and item.value == {"content": "Alice's cat is called Tom."}
-    assert store.search(("bob",), query="cat") == [] and store.get(("bob", "memories"), record.memory_id) is None
-
-
-def test_store_user_label_moves_the_user(memory: Memory) -> None:
-    store = PortamemStore(memory, user_label=1)
-    store.put(("memories", "carol"), "k", {"memory": "Carol is learning Finnish."})
-    assert [h.content for h in memory.search_memory("Finnish", user_id="carol")] == ["Carol is learning Finnish."]
-    assert store.search(("memories", "carol"), query="Finnish")[0].key == "k"
-
-
-@pytest.mark.parametrize(
-    ("call", "error"),
-    [
-        (lambda s: s.put(("alice",), "k", {"content": "x"}, ttl=5), NotImplementedError),
-        (lambda s: s.search((), query="x"), ValidationError),
-        (lambda s: s.list_namespaces(), ValidationError),
-        (lambda s: s.put(("alice", "memories"), "k", {"content": "  "}), ValidationError),
-        (lambda s: PortamemStore(s.memory, user_label=-1), ValidationError),
-    ],
-    ids=["ttl", "no-user", "list-all-users", "blank-text", "bad-label"],
-)
-def test_store_rejects_what_it_cannot_honour(memory: Memory, call: object, error: type[Exception]) -> None:
-    with pytest.raises(error):
-        call(PortamemStore(memory))  # type: ignore[operator]
 
 
 # ---------------------------------------------------------------------- retriever
