@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from portamem import Memory
+from portamem.errors import ValidationError
+from portamem.keys import TOOL_NAMESPACE
 from portamem.messages import Message, aadd_messages, awindow_messages
 from portamem.recall import arecall, format_memories
 
@@ -27,6 +29,13 @@ class Scope:
     session_id: str = "default"
     tenant_id: str | None = None
 
+    def __post_init__(self) -> None:
+        # refused when the agent is built, not at its first reply
+        for name in ("user_id", "session_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip() or "\x00" in value:
+                raise ValidationError(f"{name} must be a non-empty string without NUL, got {value!r}")
+
     async def window(self) -> list[Message]:
         """The messages of the session's working window, oldest first."""
         return await awindow_messages(self.memory, user_id=self.user_id, session_id=self.session_id,
@@ -43,11 +52,18 @@ class Scope:
                              tenant_id=self.tenant_id, shown=shown)
         return format_memories(hits, header=header)
 
-    async def add(self, thinking: str, content: list[str]) -> ToolResult:
-        """Save each item of ``content`` as a memory; ``thinking`` (why) is kept in its metadata."""
+    async def add(self, thinking: str, content: list[str], keys: list[str] | None = None) -> ToolResult:
+        """Save each item of ``content`` as a memory; ``thinking`` (why) is kept in its metadata.
+
+        ``keys`` names the items (``""`` for none): an item saved under a key replaces that key's fact.
+        """
+        if keys is not None and (not isinstance(keys, list) or len(keys) != len(content)):
+            raise ValidationError("keys must be a list with one entry (a key or \"\") per item of content")
+        named = keys or [""] * len(content)
         records = await self.memory.asave_memories(
-            [{"content": c, "session_id": self.session_id, "metadata": {"thinking": thinking} if thinking else {}}
-             for c in content],
+            [{"content": c, "session_id": self.session_id, "metadata": {"thinking": thinking} if thinking else {},
+              **({"key": k, "key_namespace": TOOL_NAMESPACE} if k else {})}
+             for c, k in zip(content, named)],
             user_id=self.user_id, tenant_id=self.tenant_id,
         )
         lines = "\n".join(f"- {r.memory_id}: {r.content}" for r in records)

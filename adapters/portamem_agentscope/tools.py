@@ -71,14 +71,17 @@ class AddMemoryTool(_MemoryTool):
         "properties": {
             "thinking": {"type": "string", "description": "why this is worth remembering"},
             "content": {"type": "array", "items": {"type": "string"}, "description": "the facts, one per item"},
+            "keys": {"type": "array", "items": {"type": "string"},
+                     "description": "optional: a short name per fact (e.g. \"diet\"), \"\" for none; a fact saved "
+                                    "under a key replaces the one that key held"},
         },
         "required": ["thinking", "content"],
     }
     is_concurrency_safe = False
     is_read_only = False
 
-    async def call(self, thinking: str, content: list[str]) -> ToolChunk:
-        return _chunk(await self.scope.add(thinking, content))
+    async def call(self, thinking: str, content: list[str], keys: list[str] | None = None) -> ToolChunk:
+        return _chunk(await self.scope.add(thinking, content, keys))
 
 
 class ForgetMemoryTool(_MemoryTool):

@@ -8,6 +8,7 @@ from llama_index.core.schema import TextNode
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 
 from portamem import Memory, MemoryRecord
+from portamem.keys import TOOL_NAMESPACE
 from portamem.recall import format_memories
 
 __all__ = ["PortamemToolSpec"]
@@ -42,18 +43,24 @@ class PortamemToolSpec(BaseToolSpec):
         self.session_id = session_id
         self.tenant_id = tenant_id
 
-    def save_memory(self, content: str) -> TextNode:
+    def save_memory(self, content: str, key: Optional[str] = None) -> TextNode:
         """Record one durable fact about the user (who, what, when, where, why) for later conversations.
 
         Args:
             content: the fact as one complete, standalone sentence.
+            key: optional short name of the fact (e.g. "diet"); saving under a key again replaces its fact.
         """
-        return _saved(self.memory.save_memory(content, user_id=self.user_id, session_id=self.session_id,
-                                              tenant_id=self.tenant_id))
+        return _saved(self.memory.save_memory(content, **self._where(key)))
 
-    async def asave_memory(self, content: str) -> TextNode:
-        return _saved(await self.memory.asave_memory(content, user_id=self.user_id, session_id=self.session_id,
-                                                     tenant_id=self.tenant_id))
+    async def asave_memory(self, content: str, key: Optional[str] = None) -> TextNode:
+        return _saved(await self.memory.asave_memory(content, **self._where(key)))
+
+    def _where(self, key: Optional[str]) -> dict[str, object]:
+        where: dict[str, object] = {"user_id": self.user_id, "session_id": self.session_id,
+                                    "tenant_id": self.tenant_id}
+        if key is not None:  # a keyed fact is one upsert of its key, never merged into another memory
+            where.update(key=key, key_namespace=TOOL_NAMESPACE)
+        return where
 
     def search_memory(self, query: str, limit: int = 5) -> str:
         """Search long-term memory about the user; each line shows a memory's id, date, trust and score.

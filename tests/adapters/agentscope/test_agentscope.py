@@ -98,6 +98,14 @@ def test_unknown_mode_is_a_validation_error(memory: Memory) -> None:
         PortamemMiddleware(memory, user_id="alice", mode="always")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("scope", [{"user_id": ""}, {"user_id": "  "}, {"user_id": None}, {"user_id": "a\x00b"},
+                                   {"user_id": "alice", "session_id": ""}], ids=["empty", "blank", "none", "nul",
+                                                                                 "empty-session"])
+def test_a_middleware_without_a_user_is_refused_when_built(memory: Memory, scope: dict[str, object]) -> None:
+    with pytest.raises(ValidationError, match="user_id|session_id"):
+        PortamemMiddleware(memory, **scope)  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------- middleware
 async def test_recall_is_injected_after_the_user_message_and_the_exchange_written_back(memory: Memory) -> None:
     memory.save_memory(CAT, user_id="alice")
@@ -153,6 +161,18 @@ async def test_tools_report_ids_and_raise_typed_errors(memory: Memory) -> None:
     assert (await tools["search_memory"](keywords=["cat"])).metadata["memories"] == []
     with pytest.raises(ValidationError):
         await tools["add_memory"](thinking="", content=["   "])
+
+
+async def test_add_memory_keys_name_facts_that_a_later_add_replaces(memory: Memory) -> None:
+    tools = {t.name: t for t in await PortamemMiddleware(memory, user_id="alice").list_tools()}
+    first = await tools["add_memory"](thinking="diet", content=["Alice is vegetarian.", "Alice is vegetarian."],
+                                      keys=["diet", ""])
+    again = await tools["add_memory"](thinking="diet", content=["Alice is vegan now."], keys=["diet"])
+    keyed, unkeyed = first.metadata["memory_ids"]
+    assert again.metadata["memory_ids"] == [keyed] and unkeyed != keyed
+    assert memory.get_by_key("diet", user_id="alice", key_namespace="memories").content == "Alice is vegan now."
+    with pytest.raises(ValidationError):
+        await tools["add_memory"](thinking="", content=["a", "b"], keys=["only-one"])
 
 
 async def test_restore_fills_only_an_empty_context(memory: Memory) -> None:

@@ -196,6 +196,17 @@ async def test_tools_save_search_and_forget(memory: Memory) -> None:
         tools["save_memory"].call(content="  ")
 
 
+async def test_a_tool_fact_saved_under_a_key_replaces_that_keys_fact(memory: Memory) -> None:
+    tools = {t.metadata.name: t for t in PortamemToolSpec(memory, user_id="alice").to_tool_list()}
+    first = tools["save_memory"].call(content="Alice is vegetarian.", key="diet").raw_output
+    again = (await tools["save_memory"].acall(content="Alice is vegetarian.", key="diet")).raw_output
+    other = tools["save_memory"].call(content="Alice is vegetarian.", key="lunch").raw_output
+    assert again.node_id == first.node_id != other.node_id
+    tools["save_memory"].call(content="Alice is vegan now.", key="diet")
+    assert memory.get_by_key("diet", user_id="alice", key_namespace=("memories",)).content == "Alice is vegan now."
+    assert len(memory.list_keyed(user_id="alice")) == 2
+
+
 # ---------------------------------------------------------------- agents end to end, offline
 class ScriptedLLM:
     """A MockFunctionCallingLLM script that records every model input."""
