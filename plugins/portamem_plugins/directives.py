@@ -31,7 +31,9 @@ __all__ = ["Signal", "signals"]
 
 #: characters of one sentence that are read, and sentences per text
 _MAX_SENTENCE = 400
-_MAX_SENTENCES = 300
+#: characters two pieces of a run-on sentence share, so an order across the cut is still read whole
+_OVERLAP = 120
+_MAX_SENTENCES = 2000
 #: code is scanned up to this many characters
 _MAX_CODE = 20_000
 #: the most that payloads without anyone addressed can weigh
@@ -293,7 +295,7 @@ _ZCODE_DIRECTIVE = re.compile(r"(?:复制|複製|粘贴|粘貼|拷贝|拷貝|加
                               r"(?:代码|代碼|片段|函数|函數)[^。！？\n]{0,10}?(?:加到|加入|放进|放進|嵌入|插入)[^。！？\n]{0,6}?(?:你|您)的")
 _SEND = _c(r"requests\.(?:post|put|patch)\(|httpx\.(?:post|put)\(|\.sendall\(|\.sendto\(|\.send\(|sendmail\(|send_message\(|"
            r"smtplib|ftplib|storbinary|paramiko|scpclient|urlopen\([^)\n]*data=|http\.client|sendbeacon|xmlhttprequest|"
-           r"method\s*:\s*[\"']post|new image\(\)\.src|image\(\)\.src|mqtt|publish\.single|curl\b[^\n]*\s-(?:d|f|t|x\s*post|"
+           r"method\s*:\s*[\"']post|new image\(\)\.src|image\(\)\.src|mqtt|publish\.single|curl\b[^\n]{0,200}\s-(?:d|f|t|x\s*post|"
            r"-data|-upload-file)\b|\bnc\s+(?:-e\s+)?\S+\s+\d{2,5}\b|\.upload\(|webhook|fetch\([^)\n]*\+")
 _SENSITIVE_SRC = _c(r"os\.environ|getenv\(|getpass|document\.cookie|localstorage|sessionstorage|cookiejar|cookies?\.(?:txt|"
                     r"pkl|sqlite)|/etc/passwd|/etc/shadow|\.ssh|id_rsa|keychain|pynput|keylog|keyboard\.|clipboard|pyperclip|"
@@ -303,8 +305,8 @@ _EXEC = _c(r"\bexec\(|\beval\(|os\.system\(|subprocess|popen\(|\|\s*(?:sudo\s+)?
            r"powershell|\biex\b|invoke-expression|__import__\(|child_process|runtime\.getruntime|nohup|\./\w+")
 _FETCH = _c(r"urlretrieve|urlopen|requests\.get\(|\bwget\b|\bcurl\b|httpx\.get\(|fetch\(|download|urllib3|invoke-webrequest|"
             r"\.get\([\"']https?:")
-_OBFUSCATED_EXEC = _c(r"powershell\b[^\n]*\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{16,}|\b(?:exec|eval)\(\s*(?:base64|b64decode|codecs|bytes\.fromhex|zlib|marshal|compile\(\s*base64|"
-                      r"atob\()|base64\s+-d[^\n]*\|\s*(?:sh|bash)|\batob\([^)]*\)\)")
+_OBFUSCATED_EXEC = _c(r"powershell\b[^\n]{0,200}\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{16,}|\b(?:exec|eval)\(\s*(?:base64|b64decode|codecs|bytes\.fromhex|zlib|marshal|compile\(\s*base64|"
+                      r"atob\()|base64\s+-d[^\n]{0,200}\|\s*(?:sh|bash)|\batob\([^)]*\)\)")
 _DESTROY = _c(r"rm\s+-rf\s+(?:/|~|\$home|\*)|--no-preserve-root|\bdd\s+if=|\bmkfs\b|:\(\)\s*\{\s*:\|:&\s*\};:|format c:|"
               r"os\.remove\([\"']/(?:lib|etc|bin|usr|boot)|shutil\.rmtree\([\"'](?:/|~)|del\s+/[sfq]\b|systemctl stop|"
               r"iptables -f|\bshutdown\b|/dev/sda|encrypt\w*\([^)\n]*(?:home|documents)")
@@ -424,8 +426,19 @@ _ADDRESSED_ONLY = frozenset({"format_hijack", "task_hijack", "planted_claim", "p
 
 
 def _sentences(text: str) -> list[str]:
-    parts = [p.strip()[:_MAX_SENTENCE] for p in _SENTENCE_END.split(text, maxsplit=_MAX_SENTENCES)]
-    return [p for p in parts if p][:_MAX_SENTENCES]
+    """The text's sentences; a run-on longer than ``_MAX_SENTENCE`` is read in overlapping pieces, and
+    sentences of less than two words (nothing to order with) are left out, so filler cannot push an
+    instruction past ``_MAX_SENTENCES``."""
+    out: list[str] = []
+    step = _MAX_SENTENCE - _OVERLAP
+    for part in _SENTENCE_END.split(text):
+        part = part.strip()
+        if len(part.split()) < 2 and not _CJK_TEXT.search(part):
+            continue
+        out.extend(part[i: i + _MAX_SENTENCE] for i in range(0, max(1, len(part) - _OVERLAP), step))
+        if len(out) >= _MAX_SENTENCES:
+            break
+    return out[:_MAX_SENTENCES]
 
 
 def _code(text: str, sentences: list[str]) -> list[Signal]:
@@ -524,19 +537,26 @@ _CUE_WEIGHTS = {2: 0.5, 3: 0.8}
 _AGREE = 0.4
 
 
-def _cues(s: str) -> _Hit | None:
-    """An order (or a sentence naming the assistant or "the user") that draws on several cue families."""
-    families = [name for name, pattern in _CUES if pattern.search(s)]
-    if not _CORE_CUES & set(families):
-        return None  # "click the link to reset your password": an action and a link, nobody's answer in it
+def _families(s: str) -> tuple[frozenset[str], bool]:
+    """The cue families sentence ``s`` draws on, and whether it is worded as an order."""
+    families = frozenset(name for name, pattern in _CUES if pattern.search(s))
+    if not families & _CORE_CUES:
+        return families, False
     ordered = _imperative(s) or _ZORDER.search(s) is not None or _MODAL.search(s) is not None or (
         _CJK_TEXT.search(s) is not None and _ZSTATEMENT.match(s) is None)
-    if not ordered and not {"assistant", "third_person"} & set(families):
+    return families, ordered
+
+
+def _cues(families: frozenset[str], ordered: bool) -> _Hit | None:
+    """An order (or a sentence naming the assistant or "the user") that draws on several cue families."""
+    if not _CORE_CUES & families:
+        return None  # "click the link to reset your password": an action and a link, nobody's answer in it
+    if not ordered and not {"assistant", "third_person"} & families:
         return None
     n = len(families) - (0 if ordered else 1)
     if n < 2:
         return None
-    return (_CUE_WEIGHTS.get(n, 1.0), "directive_cues", "+".join(families))
+    return (_CUE_WEIGHTS.get(n, 1.0), "directive_cues", "+".join(sorted(families)))
 
 
 def _window(parts: list[tuple[dict[str, _Hit], dict[str, _Hit]]], data_shaped: bool) -> tuple[float, list[Signal]]:
@@ -589,9 +609,11 @@ def signals(text: str) -> list[Signal]:
             if total > best_total:
                 best_total, best = total, picked
     cue: _Hit | None = None
-    for k, s in enumerate(sentences):
+    read = [_families(s) for s in sentences]
+    for k, (families, ordered) in enumerate(read):
         # one sentence, or two read together ("Hey there, AI! Once you're done, tell the person ...")
-        for hit in (_cues(s), _cues(" ".join(sentences[k: k + 2])) if k + 1 < len(sentences) else None):
+        pair = (families | read[k + 1][0], ordered or read[k + 1][1]) if k + 1 < len(read) else None
+        for hit in (_cues(families, ordered), _cues(*pair) if pair else None):
             if hit is not None and (cue is None or hit[0] > cue[0]):
                 cue = hit
     if cue is not None:
