@@ -1,8 +1,8 @@
 """Throwaway database servers for backend tests: PostgreSQL, the milvus-lite server, a real Milvus.
 
 Each ``start_*`` returns a :class:`Server` whose ``url`` clients connect to; ``stop()`` ends it and removes
-its files. ``python -m portamem_conformance.servers start KIND DIR`` runs one in the background for a
-shell script (CI) and prints ``KEY=URL`` lines; ``stop DIR`` ends it.
+its files. ``python servers.py start KIND DIR`` (this file as a script: it needs only the standard
+library) runs one in the background for a shell script (CI) and prints ``KEY=URL``; ``stop DIR`` ends them.
 """
 
 from __future__ import annotations
@@ -54,14 +54,14 @@ class Server:
             subprocess.run(self.stop_cmd, capture_output=True, check=False, timeout=60)
         else:
             _end(self.pid)
-        if self.kind == "milvus":  # the server leaves its process id here
-            Path(f"/tmp/milvus/server_id_{self.pid}").unlink(missing_ok=True)
+        for name in self.extra.get("pidfiles", "").split():  # Milvus leaves its process id in /tmp/milvus
+            Path(name).unlink(missing_ok=True)
         if self.owns_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "url": self.url, "root": str(self.root), "pid": self.pid,
-                "stop_cmd": self.stop_cmd, "owns_root": self.owns_root}
+                "stop_cmd": self.stop_cmd, "owns_root": self.owns_root, "extra": self.extra}
 
 
 def _end(pid: int, timeout: float = 20.0) -> None:
@@ -170,6 +170,7 @@ def start_milvus_lite(root: Path | None = None, port: int | None = None) -> Serv
     return Server("milvus-lite", f"http://127.0.0.1:{port}", root, proc.pid, None, owns, log)
 
 
+_MILVUS_PIDFILES = Path("/tmp/milvus/server_id_*")
 #: a Strong search waits for the proxy's next time tick: 200 ms by default, 17 ms at 10 ms ticks
 MILVUS_TEST_CONFIG = {"proxy.timeTickInterval": "10"}
 
@@ -186,9 +187,21 @@ def start_milvus(root: Path | None = None, port: int | None = None, binary: str 
     log = root / "server.log"
     exe = binary or os.environ.get("PORTAMEM_MILVUS_SERVER") or _script("milvus-server")
     extra = [a for k, v in (MILVUS_TEST_CONFIG if config is None else config).items() for a in ("--extra-config", f"{k}={v}")]
+    for taken in (port, 9091):  # another Milvus would answer our health checks and vanish under us
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", taken)) == 0:
+                raise RuntimeError(f"port {taken} is in use: a Milvus server runs here already (its URL can be passed)")
+    before = set(_MILVUS_PIDFILES.parent.glob(_MILVUS_PIDFILES.name))
     proc = _spawn([exe, "--data", str(root / "data"), "--proxy-port", str(port), *extra], log)
-    _wait_port(proc, port, log, 180, health="http://127.0.0.1:9091/healthz")
-    return Server("milvus", f"http://127.0.0.1:{port}", root, proc.pid, None, owns, log)
+    try:
+        _wait_port(proc, port, log, 600, health="http://127.0.0.1:9091/healthz")
+    finally:
+        mine = set(_MILVUS_PIDFILES.parent.glob(_MILVUS_PIDFILES.name)) - before
+        if proc.poll() is not None:
+            for name in mine:
+                name.unlink(missing_ok=True)
+    return Server("milvus", f"http://127.0.0.1:{port}", root, proc.pid, None, owns, log,
+                  {"pidfiles": " ".join(str(p) for p in sorted(mine))})
 
 
 # ---------------------------------------------------------------------------- per-test namespaces
@@ -247,9 +260,9 @@ def _main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "stop":
         for info in Path(argv[1]).glob("*/server.json"):
             d = json.loads(info.read_text())
-            Server(d["kind"], d["url"], Path(d["root"]), d["pid"], d["stop_cmd"], True).stop()
+            Server(d["kind"], d["url"], Path(d["root"]), d["pid"], d["stop_cmd"], True, extra=d.get("extra", {})).stop()
         return 0
-    print("usage: python -m portamem_conformance.servers start {postgres|milvus-lite|milvus} DIR | stop DIR",
+    print("usage: python servers.py start {postgres|milvus-lite|milvus} DIR | stop DIR",
           file=sys.stderr)
     return 2
 
