@@ -1,5 +1,5 @@
 """The ``portamem`` command: demo, search, show, export, import, reindex, maintain, audit, confirm, reveal, eval, tune,
-serve, keys, mcp, migrate."""
+calibrate, serve, keys, mcp, migrate."""
 
 from __future__ import annotations
 
@@ -306,6 +306,8 @@ COMMANDS: list[Command] = [
      evaluation.run_eval),
     ("tune", "grid-search the weights on a labelled set, report them held out", evaluation.add_tune_arguments,
      evaluation.run_tune),
+    ("calibrate", "measure an embedder's cosine between unrelated pairs (for absolute scores)",
+     evaluation.add_calibrate_arguments, evaluation.run_calibrate),
     *SERVER_COMMANDS,
     *STORAGE_COMMANDS,
 ]

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from .errors import ConfigError
 
-__all__ = ["Settings", "DEFAULT_HALF_LIVES", "DEFAULT_WEIGHTS", "DEFAULT_TRUST_FACTORS"]
+__all__ = ["Settings", "DEFAULT_HALF_LIVES", "DEFAULT_WEIGHTS", "DEFAULT_TRUST_FACTORS", "DEFAULT_MIN_SCORE"]
 
 #: half-life in days by memory kind (DESIGN.md, Lifecycle)
 DEFAULT_HALF_LIVES: dict[str, float] = {
@@ -29,14 +29,19 @@ DEFAULT_TRUST_FACTORS: dict[str, float] = {"high": 1.0, "medium": 1.0, "low": 0.
 
 #: final = sum(weight * component), recency and importance scaled by the query evidence
 #: (``portamem.retrieval.combine``). From ``portamem tune`` on LoCoMo conversations 0-2, rounded;
-#: entity keeps a small weight for exact identifiers, which LoCoMo's questions hardly ask about
+#: entity keeps a small weight for exact identifiers, which LoCoMo's questions hardly ask about.
+#: Recency 0.05 (not 0.1) since the threshold: a fresh memory must not lift an unrelated match over it
 DEFAULT_WEIGHTS: dict[str, float] = {
     "vector": 0.5,
     "keyword": 0.45,
     "entity": 0.05,
-    "recency": 0.1,
+    "recency": 0.05,
     "importance": 0.05,
 }
+
+#: the default ``min_score``: on LoCoMo conversations 0-2 the lowest round threshold that returns
+#: nothing for 95% of questions asked of another conversation's memories without costing Recall@5
+DEFAULT_MIN_SCORE = 0.1
 
 
 @dataclass
@@ -76,8 +81,15 @@ class Settings:
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     #: recency = exp(-recency_lambda * age_hours): 0.002 halves it in about two weeks
     recency_lambda: float = 0.002
-    #: hits with a lower final score are dropped
-    min_score: float = 0.0
+    #: hits with a lower final score are dropped: scores are absolute (``portamem.calibration``), so
+    #: ``top_k`` is a maximum and a query about nothing stored returns nothing
+    min_score: float = DEFAULT_MIN_SCORE
+    #: share of the final score taken off per share of the query's entities that no memory of the
+    #: user holds (a question about someone never mentioned); 0.7 from LoCoMo conversations 0-2
+    unknown_entity_penalty: float = 0.7
+    #: ``{"mean": .., "std": ..}`` of the embedder's cosine between unrelated (query, passage) pairs,
+    #: for a model ``portamem.calibration.CALIBRATIONS`` lacks (measure it with ``portamem calibrate``)
+    vector_calibration: dict[str, float] | None = None
     half_lives: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
     #: a new memory with cosine >= dedupe_threshold to one of the user's memories bumps its frequency
     dedupe: bool = True
@@ -112,6 +124,17 @@ class Settings:
             raise ConfigError(f"top_k ({self.top_k}) must not exceed max_top_k ({self.max_top_k})")
         if not 0.0 < self.dedupe_threshold <= 1.0:
             raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
+        if self.vector_calibration is not None:
+            from .calibration import Calibration
+            from .errors import ValidationError
+
+            try:
+                Calibration(float(self.vector_calibration["mean"]), float(self.vector_calibration["std"]))
+            except (KeyError, TypeError, ValueError, ValidationError) as exc:
+                raise ConfigError(f"vector_calibration needs numbers 'mean' and 'std' (std > 0), "
+                                  f"got {self.vector_calibration!r}") from exc
+        if not 0.0 <= self.unknown_entity_penalty <= 1.0:
+            raise ConfigError(f"unknown_entity_penalty must be in [0, 1], got {self.unknown_entity_penalty}")
         if any(not isinstance(w, (int, float)) or w < 0 for w in self.weights.values()):
             raise ConfigError(f"weights must be non-negative numbers, got {self.weights}")
         factors = {**DEFAULT_TRUST_FACTORS, **self.trust_factors}

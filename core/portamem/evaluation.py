@@ -26,7 +26,9 @@ from .errors import ValidationError
 from .filters import SearchFilters
 from .memory import Memory, MemoryDraft
 from .records import MemoryType, Status
-from .retrieval import SOURCES, TraceEntry, combine
+from .trust import trust_factors
+from .calibration import measure_background
+from .retrieval import SOURCES, Candidate, TraceEntry, combine
 
 __all__ = [
     "CATEGORIES",
@@ -43,7 +45,9 @@ __all__ = [
     "format_tuning",
     "add_eval_arguments",
     "add_tune_arguments",
+    "add_calibrate_arguments",
     "run_eval",
+    "run_calibrate",
     "run_tune",
 ]
 
@@ -52,6 +56,10 @@ CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4
 
 #: the compared methods and the weights that rank by each alone (None: the configured weights)
 METHODS: dict[str, dict[str, float] | None] = {"hybrid": None, "vector": {"vector": 1.0}, "bm25": {"keyword": 1.0}}
+
+#: the previous scale, run beside the calibrated one in every evaluation: cosine above the least
+#: similar of the query's neighbours, its weights, no threshold (so it always returns top-k)
+RELATIVE_WEIGHTS: dict[str, float] = {"vector": 0.5, "keyword": 0.45, "entity": 0.05, "recency": 0.1, "importance": 0.05}
 
 _SESSION_TIME = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
@@ -147,15 +155,25 @@ class CachedEmbedder:
     """Wraps an embedder so that a text is embedded once per run (questions and turns repeat).
 
     It keeps the wrapped model's name and version, so the vectors it stores are labelled as that model's.
+    With ``path`` the vectors also persist in an ``.npz`` file between runs (``save()`` writes it),
+    keyed by model, kind and text, so that repeated evaluations skip the embedding.
     """
 
-    def __init__(self, inner: Embedder) -> None:
+    def __init__(self, inner: Embedder, path: str | Path | None = None) -> None:
         self.inner = inner
         self.name = inner.name
         self.version = inner.version
         self.dim = inner.dim
+        self.path = Path(path) if path is not None else None
         self._cache: dict[tuple[str, str], np.ndarray] = {}
         self._lock = threading.Lock()
+        self._loaded = 0
+        if self.path is not None and self.path.exists():
+            with np.load(self.path, allow_pickle=False) as data:
+                if str(data["model"]) == f"{self.name} {self.version}":
+                    for kind, text, vector in zip(data["kinds"], data["texts"], data["vectors"]):
+                        self._cache[(str(kind), str(text))] = vector
+            self._loaded = len(self._cache)
 
     def embed(self, texts: list[str], *, kind: Kind = "passage") -> np.ndarray:
         with self._lock:
@@ -168,6 +186,20 @@ class CachedEmbedder:
             if not texts:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return np.stack([self._cache[(kind, t)] for t in texts])
+
+    def save(self) -> None:
+        """Write the cache to ``path`` when it holds vectors the file lacks."""
+        if self.path is None or len(self._cache) == self._loaded:
+            return
+        with self._lock:
+            keys = list(self._cache)
+            vectors = np.stack([self._cache[k] for k in keys]).astype(np.float32)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp.npz")
+        np.savez(tmp, model=np.asarray(f"{self.name} {self.version}"), kinds=np.asarray([k for k, _ in keys]),
+                 texts=np.asarray([t for _, t in keys]), vectors=vectors)
+        tmp.replace(self.path)
+        self._loaded = len(keys)
 
 
 # ---------------------------------------------------------------------- metrics
@@ -260,6 +292,23 @@ def _baseline(trace: Sequence[TraceEntry], source: str, raw: str, depth: int) ->
     return own[:depth]
 
 
+def _relative(mem: Memory, query: str, user_id: str, trace: Sequence[TraceEntry], now: datetime, depth: int) -> list[str]:
+    """The same candidates ranked on the previous relative scale, through the same read-path clean-up."""
+    pool = [e.candidate.raw["cosine"] for e in trace if "vector" in e.candidate.found_by and "cosine" in e.candidate.raw]
+    floor = min(pool) if pool else 0.0
+    again: dict[str, Candidate] = {}
+    for e in trace:
+        c = e.candidate
+        comps = {n: c.raw.get(n, v) for n, v in c.components.items()}  # the priors before scaling
+        comps["vector"] = max(0.0, (c.raw.get("cosine", 0.0) - floor) / (1.0 - floor)) if floor < 1.0 else 0.0
+        again[c.memory_id] = Candidate(c.memory_id, comps, set(c.found_by), c.record)
+    s = mem.settings
+    hits = mem.retriever.rank(query, again, tenant_id=mem.tenant_id, user_id=user_id, weights=RELATIVE_WEIGHTS,
+                              now=now, top_k=depth, min_score=0.0, settings=s,
+                              duplicate_cosine=s.dedupe_threshold, trust_factor=trust_factors(s.trust_factors))
+    return [h.memory_id for h in hits]
+
+
 def evaluate_locomo(
     path: str | Path,
     *,
@@ -269,13 +318,18 @@ def evaluate_locomo(
     embedder: Embedder | None = None,
     weights: Mapping[str, float] | None = None,
     show_progress: bool = True,
+    negatives: bool = True,
+    embedding_cache: str | Path | None = None,
 ) -> dict[str, Any]:
     """Ask every question of each conversation through ``Memory.search_memory`` (hybrid), and rank
     the same candidates by each retriever alone for the baselines: pure vector is the index's
-    nearest neighbours by cosine, pure BM25 the keyword index's matches by BM25.
+    nearest neighbours by cosine, pure BM25 the keyword index's matches by BM25; ``relative`` is
+    the previous relative scale on the same candidates (before the calibration).
 
-    One search per question serves all three, so the baselines see exactly the lists the hybrid
+    One search per question serves all of them, so the baselines see exactly the lists the hybrid
     merged. MRR counts the first evidence turn within the top ``max(ks)`` (0 when none is there).
+    With ``negatives`` each conversation is also asked the next conversation's questions, about
+    which nothing is stored: the share that returns nothing is the ``negatives`` figure.
     """
     ks = tuple(sorted(set(int(k) for k in ks)))
     if not ks or ks[0] < 1:
@@ -284,14 +338,18 @@ def evaluate_locomo(
     if weights is not None:
         settings = settings.replace(weights={**settings.weights, **weights})
     started = time.perf_counter()
-    cached = CachedEmbedder(embedder or get_embedder(settings.embedder))
+    cached = CachedEmbedder(embedder or get_embedder(settings.embedder), embedding_cache)
     convs = _select(load_locomo(path), conversations)
-    tallies = {m: _Tally(ks) for m in METHODS}
+    tallies = {m: _Tally(ks) for m in [*METHODS, "relative"]}
     depth = max(ks)
+    empty = {"hybrid": 0, "relative": 0}
+    asked = 0
+    returned: list[int] = []
     # the candidate lists must reach past the deepest cut-off for the baselines to be whole
     settings = settings.replace(candidate_k=max(settings.candidate_k, depth))
     ingested = 0
     inactive = 0
+    everything = load_locomo(path)
     for conv in convs:
         with _ingested(conv, settings, cached, show_progress) as (mem, ids, statuses):
             ingested += len(ids)
@@ -305,11 +363,28 @@ def evaluate_locomo(
                     "hybrid": [h.memory_id for h in hits],
                     "vector": [e.candidate.memory_id for e in _baseline(trace, "vector", "cosine", depth)],
                     "bm25": [e.candidate.memory_id for e in _baseline(trace, "keyword", "bm25", depth)],
+                    "relative": _relative(mem, q.question, conv.sample_id, trace, conv.now, depth),
                 }
                 for method, memory_ids in ranked.items():
                     tallies[method].add(q.category, [ids.get(m, "?") for m in memory_ids], q.evidence)
+                returned.append(len(hits))
                 bar.update(1)
             bar.close()
+            if negatives and len(everything) > 1:
+                other = everything[(everything.index(next(c for c in everything if c.sample_id == conv.sample_id))
+                                    + 1) % len(everything)]
+                bar = _progress(len(other.questions), f"ask {conv.sample_id} of {other.sample_id}", show_progress)
+                for i, q in enumerate(other.questions):
+                    _prime_queries(cached, other.questions, i)
+                    trace = []
+                    hits = mem.search_memory(q.question, user_id=conv.sample_id, top_k=depth, now=conv.now,
+                                             trace=trace)
+                    asked += 1
+                    empty["hybrid"] += not hits
+                    empty["relative"] += not _relative(mem, q.question, conv.sample_id, trace, conv.now, depth)
+                    bar.update(1)
+                bar.close()
+        cached.save()
     results = {m: t.summary() for m, t in tallies.items()}
     hybrid = results["hybrid"]["overall"]
     return {
@@ -323,7 +398,10 @@ def evaluate_locomo(
         "mrr_depth": depth,
         "weights": dict(settings.weights),
         "recency_lambda": settings.recency_lambda,
+        "min_score": settings.min_score,
         "results": results,
+        "mean_returned": round(float(np.mean(returned)), 2) if returned else 0.0,
+        "negatives": {"questions": asked, **{m: round(n / asked, 4) if asked else None for m, n in empty.items()}},
         "margins": {
             m: {key: round(hybrid[key] - r["overall"][key], 4) for key in hybrid if key != "n"}
             for m, r in results.items() if m != "hybrid"
@@ -352,6 +430,12 @@ def format_evaluation(report: Mapping[str, Any]) -> str:
             cells.append("".join(f"{block.get(k, 0.0):9.3f}" for k in keys)[1:] + " ")
         n = (first["overall"] if key == "overall" else first["by_category"][key])["n"]
         lines.append(f"{label + f' (n={n})':24}" + "".join(f"{c:>26}" for c in cells))
+    neg = report.get("negatives") or {}
+    if neg.get("questions"):
+        lines.append(f"asked of another conversation (nothing relevant stored), {neg['questions']} questions: "
+                     f"nothing returned for {neg['hybrid']:.1%} (hybrid, min_score {report['min_score']:g}), "
+                     f"{neg['relative']:.1%} (relative scale, no threshold); hybrid returned "
+                     f"{report['mean_returned']:g} of at most {report['mrr_depth']} per own question")
     for method, margin in report.get("margins", {}).items():
         parts = ", ".join(f"{k} {v:+.3f} ({v / results[method]['overall'][k]:+.0%})" if results[method]["overall"][k]
                           else f"{k} {v:+.3f}" for k, v in margin.items())
@@ -460,6 +544,7 @@ def tune_weights(
     settings: Settings | None = None,
     embedder: Embedder | None = None,
     show_progress: bool = True,
+    embedding_cache: str | Path | None = None,
 ) -> dict[str, Any]:
     """Grid-search the weights (and recency lambda) on the ``train`` conversations; report the best
     and the configured defaults on ``train`` and on the held-out ``test`` conversations.
@@ -473,7 +558,7 @@ def tune_weights(
     if set(train) & set(test):
         raise ValidationError(f"train and test conversations overlap: {sorted(set(train) & set(test))}")
     started = time.perf_counter()
-    cached = CachedEmbedder(embedder or get_embedder(settings.embedder))
+    cached = CachedEmbedder(embedder or get_embedder(settings.embedder), embedding_cache)
     convs = load_locomo(path)
     lambdas = tuple(dict.fromkeys([*lambdas, settings.recency_lambda]))
     rows: dict[str, dict[float, list[Any]]] = {"train": {lam: [] for lam in lambdas}, "test": {lam: [] for lam in lambdas}}
@@ -482,6 +567,7 @@ def tune_weights(
             with _ingested(conv, settings, cached, show_progress) as (mem, ids, _):
                 for lam, qs in _candidate_rows(mem, conv, ids, lambdas, show_progress).items():
                     rows[split][lam].extend(qs)
+            cached.save()
     tables = {split: {lam: _table(qs) for lam, qs in by_lam.items()} for split, by_lam in rows.items()}
     depth = max(ks)
 
@@ -553,7 +639,18 @@ def add_eval_arguments(p: Any) -> None:
     p.add_argument("--conversations", type=_indices, help="which conversations, e.g. 0-2 or 0,3 (default: all)")
     p.add_argument("--weights", type=_weights, help='JSON weights, e.g. \'{"vector": 0.5, "keyword": 0.3}\'')
     p.add_argument("--embedder", help="embedder name (default: the configured one)")
+    p.add_argument("--embedding-cache", help="an .npz file that keeps the vectors between runs")
+    p.add_argument("--no-negatives", action="store_true",
+                   help="skip asking each conversation the next one's questions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_calibrate_arguments(p: Any) -> None:
+    p.add_argument("file", help="a LoCoMo json file (at least two conversations)")
+    p.add_argument("--conversations", type=_indices, default=[0, 1, 2],
+                   help="whose questions to ask of the other conversations (default: 0-2)")
+    p.add_argument("--embedder", help="embedder name (default: the configured one)")
+    p.add_argument("--embedding-cache", help="an .npz file that keeps the vectors between runs")
 
 
 def add_tune_arguments(p: Any) -> None:
@@ -563,6 +660,7 @@ def add_tune_arguments(p: Any) -> None:
     p.add_argument("--k", type=int, nargs="+", default=[5, 10])
     p.add_argument("--step", type=float, default=0.1, help="grid step of the evidence weights (default: 0.1)")
     p.add_argument("--embedder", help="embedder name (default: the configured one)")
+    p.add_argument("--embedding-cache", help="an .npz file that keeps the vectors between runs")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -593,7 +691,8 @@ def run_eval(args: Any) -> int:
     """Recall@K and MRR of hybrid search and of pure-vector and pure-BM25 baselines, per category."""
     settings = _settings(args)
     report = evaluate_locomo(args.file, ks=args.k, conversations=args.conversations, settings=settings,
-                             weights=args.weights, show_progress=not args.json or sys.stderr.isatty())
+                             weights=args.weights, show_progress=not args.json or sys.stderr.isatty(),
+                             negatives=not args.no_negatives, embedding_cache=args.embedding_cache)
     print(json.dumps(report, ensure_ascii=False) if args.json else format_evaluation(report))
     return 0
 
@@ -602,7 +701,20 @@ def run_tune(args: Any) -> int:
     """Grid-search the weights on some conversations and report them on the held-out ones."""
     settings = _settings(args)
     report = tune_weights(args.file, train=args.train, test=args.test, ks=args.k, step=args.step, settings=settings,
-                          show_progress=not args.json or sys.stderr.isatty())
+                          show_progress=not args.json or sys.stderr.isatty(), embedding_cache=args.embedding_cache)
     print(json.dumps(report, ensure_ascii=False) if args.json else format_tuning(report))
     return 0
 
+
+
+def run_calibrate(args: Any) -> int:
+    """Measure an embedder's background cosine distribution (unrelated question and turn pairs) for
+    ``Settings.vector_calibration`` or ``portamem.calibration.CALIBRATIONS``."""
+    settings = _settings(args)
+    cached = CachedEmbedder(get_embedder(settings.embedder), args.embedding_cache)
+    report = measure_background(args.file, cached, conversations=args.conversations)
+    cached.save()
+    print(json.dumps(report, ensure_ascii=False, indent=2))
+    print(f"# set vector_calibration = {{mean = {report['mean']}, std = {report['std']}}} for {report['embedder']}",
+          file=sys.stderr)
+    return 0

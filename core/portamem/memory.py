@@ -31,6 +31,7 @@ from .records import (
     utcnow,
 )
 from .recall import format_memories
+from .calibration import calibration_for
 from .retrieval import SOURCES, Retriever, TraceEntry, explain
 from . import trust
 from .audit import AuditFinding, audit_scan, current_actor
@@ -102,7 +103,8 @@ class Memory(KeyedMemory):
         except BaseException:
             self.store.close()
             raise
-        self.retriever = Retriever(self.store, self.index, self._embed_query)
+        self.retriever = Retriever(self.store, self.index, self._embed_query,
+                                   calibration_for(self.embedder.name, settings.vector_calibration))
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
         self._lock = threading.RLock()
         self._indexed_pending: list[str] = []
@@ -424,6 +426,7 @@ class Memory(KeyedMemory):
             duplicate_cosine=s.dedupe_threshold,
             trace=trace,
             trust_factor=trust.trust_factors(s.trust_factors),
+            unknown_entity_penalty=s.unknown_entity_penalty,
         )
         self.retrieval_log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s))
         if debug:

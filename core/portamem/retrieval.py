@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .calibration import Calibration, calibration_for, vector_score
 from .dedupe import is_duplicate
 from .entities import extract_entities, normalize_entity
 from .errors import ValidationError
@@ -44,6 +45,10 @@ SOURCES: tuple[str, ...] = ("vector", "keyword", "entity")
 #: query evidence, so a fresh or important but unrelated memory gains almost nothing from them.
 PRIORS: frozenset[str] = frozenset({"recency", "importance"})
 
+#: idf is computed as if this many more memories held none of the query's words: in a small pool
+#: every word is "common" (one memory of one: idf 0), which would make a single unmatched word
+#: outweigh all the matched ones; in a large pool it changes nothing
+PRIOR_DOCS = 20
 #: two results this similar but not identical may state different values of one fact
 _CONFLICT_COSINE = 0.8
 _CONFLICT_WORDS = 0.6
@@ -70,6 +75,9 @@ class Candidate:
     found_by: set[str] = field(default_factory=set)
     record: MemoryRecord | None = None
     raw: dict[str, float] = field(default_factory=dict)
+    #: share (0..1) of the query's entities that none of the user's memories holds: a question about
+    #: someone or something never mentioned is probably about nothing stored (``Settings.unknown_entity_penalty``)
+    unknown_entities: float = 0.0
 
 
 #: adds or changes named components of each candidate (a retrieval-scorer plugin):
@@ -152,13 +160,23 @@ def _triples_conflict(a: MemoryRecord, b: MemoryRecord) -> bool:
     return False
 
 
+def _factor(cand: Candidate, trust_factor: Mapping[Trust, float] | None, unknown_penalty: float) -> float:
+    """What multiplies a candidate's weighted sum: its trust factor, less the unknown-entity penalty."""
+    assert cand.record is not None
+    trust = 1.0 if trust_factor is None else trust_factor.get(cand.record.trust, 1.0)
+    return trust * max(0.0, 1.0 - unknown_penalty * cand.unknown_entities)
+
+
 class Retriever:
     """Runs the read path over one record store and one vector index."""
 
-    def __init__(self, store: RecordStore, index: MilvusVectorIndex, embed_query: Callable[[str], np.ndarray]) -> None:
+    def __init__(self, store: RecordStore, index: MilvusVectorIndex, embed_query: Callable[[str], np.ndarray],
+                 calibration: Calibration | None = None) -> None:
         self.store = store
         self.index = index
         self.embed_query = embed_query
+        #: the embedder's background cosine distribution (``portamem.calibration``); None: relative scale
+        self.calibration = calibration if calibration is not None else calibration_for(getattr(index, "model", ""))
         self._stats: dict[tuple[str, str], tuple[int, float, dict[str, int]]] = {}
         self._stats_lock = threading.Lock()
 
@@ -200,9 +218,11 @@ class Retriever:
         query_entities = extract_entities(query) if "entity" in sources else []
         n_user = self.store.count(tenant_id, user_id)
         entity_weights: dict[str, float] = {}
+        unheld: list[str] = []
         if query_entities:
             df = self.store.entity_counts(tenant_id, user_id, query_entities)
-            entity_weights = {e: bm25_idf(n_user, df.get(e, 0)) for e in query_entities}
+            entity_weights = {e: bm25_idf(n_user + PRIOR_DOCS, df.get(e, 0)) for e in query_entities}
+            unheld = [e for e in query_entities if not df.get(e)]
             # an entity held by more memories than we rank cannot single any of them out
             selective = [e for e in query_entities if 0 < df.get(e, 0) <= 4 * k]
             for memory_id, _ in self.store.entity_search(tenant_id, user_id, selective, filters, k):
@@ -222,13 +242,27 @@ class Retriever:
         if "keyword" in sources:
             self._score_keyword(query, tenant_id, user_id, n_user, found)
         if "entity" in sources:
-            self._score_entities(entity_weights, bm25_idf(n_user, 1), found)
+            self._score_entities(entity_weights, bm25_idf(n_user + PRIOR_DOCS, 1), found)
+            unknown = self._unknown_share(query_entities, unheld, tenant_id, user_id, n_user)
+            for cand in found.values():
+                cand.unknown_entities = unknown
         return found
 
+    def _unknown_share(self, entities: Sequence[str], unheld: Sequence[str], tenant_id: str, user_id: str,
+                       n_user: int) -> float:
+        """The share of the query's entities that no memory holds and none of whose words any memory
+        contains ("Ghent Sunday" read as one name is known when a memory says "Ghent")."""
+        if not unheld:
+            return 0.0
+        words = {e: tokenize(e) for e in unheld}
+        _, df = self._keyword_stats(tenant_id, user_id, n_user, sorted({w for ws in words.values() for w in ws}))
+        unknown = [e for e, ws in words.items() if not any(df.get(w) for w in ws)]
+        return len(unknown) / len(entities)
+
     def _score_vector(self, qvec: np.ndarray, found: dict[str, Candidate], pool: list[float]) -> None:
-        # cosine scales differ by model (E5 puts unrelated text near 0.8, USE near 0.1): measure each
-        # match above this query's background, the least similar of its nearest neighbours, and
-        # against the headroom left to 1, so that a weak best match stays weak
+        """Cosine against the embedder's measured background of unrelated pairs (``portamem.calibration``):
+        the same cosine scores the same in any pool. A model nobody calibrated falls back to the
+        cosine above this query's least similar neighbour, over the headroom left to 1."""
         floor = min(pool) if pool else 0.0
         for cand in found.values():
             rec = cand.record
@@ -238,7 +272,10 @@ class Retriever:
             else:
                 cos = float(np.dot(np.asarray(rec.embedding, dtype=np.float32), qvec))
             cand.raw["cosine"] = cos
-            cand.components["vector"] = max(0.0, (cos - floor) / (1.0 - floor)) if floor < 1.0 else 0.0
+            if self.calibration is not None:
+                cand.components["vector"] = float(vector_score(cos, self.calibration))
+            else:
+                cand.components["vector"] = max(0.0, (cos - floor) / (1.0 - floor)) if floor < 1.0 else 0.0
 
     def _score_keyword(self, query: str, tenant_id: str, user_id: str, n_docs: int, found: dict[str, Candidate]) -> None:
         """BM25 with this user's statistics, as a share of what a memory holding every query word once
@@ -250,8 +287,8 @@ class Retriever:
                 cand.components["keyword"] = 0.0
             return
         mean_len, df = self._keyword_stats(tenant_id, user_id, n_docs, tokens)
-        idf = {t: bm25_idf(n_docs, df.get(t, 0)) for t in tokens}
-        ceiling = max(sum(idf.values()), bm25_idf(n_docs, 1))
+        idf = {t: bm25_idf(n_docs + PRIOR_DOCS, df.get(t, 0)) for t in tokens}
+        ceiling = max(sum(idf.values()), bm25_idf(n_docs + PRIOR_DOCS, 1))
         for cand in found.values():
             assert cand.record is not None
             text = keyword_text(cand.record)
@@ -324,11 +361,13 @@ class Retriever:
         window: Sequence[str] = (),
         duplicate_cosine: float = 0.92,
         trace: list[TraceEntry] | None = None,
+        unknown_entity_penalty: float = 0.0,
     ) -> list[SearchHit]:
         """Score, threshold, drop what ``window`` (texts already in the prompt) holds, collapse
         near-identical results (the most trusted, then the newest stays), mark conflicts (the most
         trusted, then the newest first), cut to top-k. ``trust_factor`` multiplies each final score,
-        and ties go to the more trusted memory.
+        and ties go to the more trusted memory. ``unknown_entity_penalty`` times the share of the query's
+        entities no memory holds (``Candidate.unknown_entities``) is taken off each final score.
 
         ``trace``, when given, receives one entry per candidate with its fate, for debugging.
         """
@@ -349,8 +388,7 @@ class Retriever:
                 cand.raw[name] = cand.components[name]
                 cand.components[name] *= share
             final = sum(weights.get(n, 0.0) * v for n, v in cand.components.items())
-            if trust_factor is not None:
-                final *= trust_factor.get(cand.record.trust, 1.0)
+            final *= _factor(cand, trust_factor, unknown_entity_penalty)
             entries.append(TraceEntry(cand, final))
         entries.sort(key=lambda e: (-e.final, -TRUST_RANK[e.candidate.record.trust],  # type: ignore[union-attr]
                                     -e.candidate.record.created_at.timestamp(), e.candidate.memory_id))  # type: ignore[union-attr]
@@ -390,8 +428,7 @@ class Retriever:
                 continue
             kept.append(entry)
             kept_words.append(words)
-        hits = [self._hit(e, weights, 1.0 if trust_factor is None else trust_factor.get(e.candidate.record.trust, 1.0))  # type: ignore[union-attr]
-                for e in kept]
+        hits = [self._hit(e, weights, _factor(e.candidate, trust_factor, unknown_entity_penalty)) for e in kept]
         hits = self._mark_conflicts(hits, kept_words)
         for i, hit in enumerate(hits, 1):
             next(e for e in kept if e.candidate.memory_id == hit.memory_id).rank = i
@@ -411,11 +448,11 @@ class Retriever:
         return is_duplicate(a.content, b.content, _cosine(a, b), threshold)
 
     @staticmethod
-    def _hit(entry: TraceEntry, weights: Mapping[str, float], trust: float = 1.0) -> SearchHit:
+    def _hit(entry: TraceEntry, weights: Mapping[str, float], factor: float = 1.0) -> SearchHit:
         cand = entry.candidate
         assert cand.record is not None
-        # the weights shown include the trust factor, so that they still sum to the final score
-        used = {n: float(weights.get(n, 0.0)) * trust for n in cand.components}
+        # the weights shown include the trust and unknown-entity factors, so that they still sum to the final score
+        used = {n: float(weights.get(n, 0.0)) * factor for n in cand.components}
         breakdown = ScoreBreakdown(final=entry.final, components=dict(cand.components), weights=used)
         return SearchHit(cand.record, entry.final, breakdown, tuple(s for s in SOURCES if s in cand.found_by)
                          + tuple(sorted(cand.found_by - set(SOURCES))))

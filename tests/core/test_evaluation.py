@@ -124,16 +124,42 @@ def test_cached_embedder_embeds_each_text_once(embedder) -> None:  # type: ignor
     assert len(calls) == 2
 
 
+def test_embedding_cache_file_survives_the_run(embedder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    calls: list[list[str]] = []
+
+    class Counting:
+        name, version, dim = embedder.name, embedder.version, embedder.dim
+
+        def embed(self, texts, *, kind="passage"):  # type: ignore[no-untyped-def]
+            calls.append(list(texts))
+            return embedder.embed(texts, kind=kind)
+
+    path = tmp_path / "vectors.npz"
+    first = CachedEmbedder(Counting(), path)
+    vectors = first.embed(["a cat", "a dog"], kind="query")
+    first.save()
+    again = CachedEmbedder(Counting(), path).embed(["a dog", "a cat"], kind="query")
+    assert calls == [["a cat", "a dog"]] and np.allclose(vectors[::-1], again)
+    other = type("Other", (Counting,), {"version": "another"})  # another model version embeds afresh
+    CachedEmbedder(other(), path).embed(["a cat"], kind="query")
+    assert len(calls) == 2
+
+
 def test_evaluation_compares_hybrid_with_both_baselines(locomo_file: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     report = evaluate_locomo(locomo_file, ks=(1, 3), settings=Settings(), embedder=embedder, show_progress=False)
-    assert set(report["results"]) == {"hybrid", "vector", "bm25"}
+    assert set(report["results"]) == {"hybrid", "vector", "bm25", "relative"}
     assert report["questions"] == 10 and report["turns"] == 2 * 2 * 5
     for result in report["results"].values():
         assert result["overall"]["n"] == 10
         assert 0.0 <= result["overall"]["recall@1"] <= result["overall"]["recall@3"] <= 1.0
     # the exact ticket number and the paraphrased questions both land within the top 3 for hybrid
     assert report["results"]["hybrid"]["overall"]["recall@3"] >= 0.8
-    assert set(report["margins"]) == {"vector", "bm25"}
+    assert set(report["margins"]) == {"vector", "bm25", "relative"}
+    # each conversation asked the other's questions: about other people, so nothing comes back, where
+    # the previous relative scale always filled its top k; only the photo question (both conversations
+    # end with the same kayak photo) has an answer in the other conversation too
+    neg = report["negatives"]
+    assert neg["questions"] == 10 and neg["hybrid"] == pytest.approx(0.8) and neg["relative"] == 0.0
 
 
 def test_cli_eval_json_and_tune(locomo_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -66,10 +66,10 @@ def test_explain_lists_the_turns_an_episode_was_compressed_from(tmp_path: Path, 
 
 def test_retrieval_log_is_batched_redacted_and_purged_with_the_memory(memory: Memory) -> None:
     rec = memory.save_memory("Call the plumber on Tuesday.", user_id="u1")
-    memory.search_memory("plumber number 13812345678", user_id="u1")
+    memory.search_memory("plumber on Tuesday, number 13812345678", user_id="u1")
     assert _logged(memory) == 0  # buffered: a search does not write
     why = memory.explain(rec.memory_id, user_id="u1")  # flushes
-    assert [x.query for x in why.retrievals] == ["plumber number [PHONE]"]
+    assert [x.query for x in why.retrievals] == ["plumber on Tuesday, number [PHONE]"]
     memory.forget_memory(rec.memory_id, user_id="u1")
     memory.purge_deleted(now=utcnow() + timedelta(days=30))
     assert _logged(memory) == 0
