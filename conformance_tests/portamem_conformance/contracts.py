@@ -90,7 +90,8 @@ class RoundTripTests(DriverTests):
         with opened(driver, store_path, user_id="alice") as h:
             for text in FACTS:
                 driver.remember(h, text)
-            assert sorted(driver.recall(h, "what do you know about me", k=len(FACTS))) == sorted(FACTS)
+            for text, question in FACTS.items():
+                assert text in driver.recall(h, question, k=len(FACTS))
 
     def test_best_match_is_ranked_first(self, driver: MemoryDriver, store_path: Path) -> None:
         with opened(driver, store_path, user_id="alice") as h:
@@ -103,11 +104,19 @@ class RoundTripTests(DriverTests):
         with opened(driver, store_path, user_id="alice") as h:
             for text in FACTS:
                 driver.remember(h, text)
-            assert len(driver.recall(h, "tell me about my life", k=2)) == 2
+            # a question two memories answer; recall returns what matches, at most k of it
+            question = "Is my cat Tom allergic to peanuts?"
+            assert len(driver.recall(h, question, k=1)) == 1 and len(driver.recall(h, question, k=5)) >= 2
 
     def test_nothing_recalled_from_an_empty_store(self, driver: MemoryDriver, store_path: Path) -> None:
         with opened(driver, store_path, user_id="alice") as h:
             assert driver.recall(h, "What is the name of my cat?", k=5) == []
+
+    def test_nothing_recalled_about_what_was_never_said(self, driver: MemoryDriver, store_path: Path) -> None:
+        with opened(driver, store_path, user_id="alice") as h:
+            for text in FACTS:
+                driver.remember(h, text)
+            assert driver.recall(h, "What is the capital of Peru?", k=5) == []
 
 
 class TurnTests(DriverTests):
@@ -161,9 +170,9 @@ class IsolationTests(DriverTests):
             driver.remember(h, texts[1])
             driver.write_turn(h, *TURNS[1])
         with opened(driver, store_path, **first) as h:
-            recalled = driver.recall(h, "what do you know about me", k=5)
+            assert texts[0] in driver.recall(h, FACTS[texts[0]], k=5)
             # turns may be captured as memories by the write-triggers; the other scope's never are
-            assert texts[0] in recalled
+            recalled = driver.recall(h, FACTS[texts[1]], k=5) + driver.recall(h, TURNS[1][0], k=5)
             assert not {texts[1], TURNS[1][0]} & set(recalled)
             assert driver.history(h) == _pairs(TURNS[:1])
 
@@ -178,7 +187,9 @@ class ForgetTests(DriverTests):
             driver.forget(h, refs[0])
             assert texts[0] not in driver.recall(h, FACTS[texts[0]], k=5)
         with opened(driver, store_path, user_id="alice") as h:
-            assert sorted(driver.recall(h, "what do you know about me", k=5)) == sorted(texts[1:])
+            assert texts[0] not in driver.recall(h, FACTS[texts[0]], k=5)
+            for text in texts[1:]:
+                assert text in driver.recall(h, FACTS[text], k=5)
 
 
 class RestartTests(DriverTests):

@@ -26,7 +26,7 @@ BUILTIN_DRIVERS: dict[str, str] = {
 #: set (as the ``switching`` tox env does) to fail instead of skip when an adapter cannot be imported
 STRICT_ENV = "PORTAMEM_CONFORMANCE_STRICT"
 
-QUESTIONS = ["What is my cat like?", "what do you know about me", "Wann fahren wir nach Wien?"]
+QUESTIONS = ["What is my cat like?", "Can I eat peanuts?", "Wann fahren wir nach Wien?"]
 
 
 def load_driver(locator: str, **kwargs: Any) -> MemoryDriver:
