@@ -48,7 +48,7 @@ PRIORS: frozenset[str] = frozenset({"recency", "importance"})
 #: idf is computed as if this many more memories held none of the query's words: in a small pool
 #: every word is "common" (one memory of one: idf 0), which would make a single unmatched word
 #: outweigh all the matched ones; in a large pool it changes nothing
-PRIOR_DOCS = 20
+PRIOR_DOCS = 5
 #: two results this similar but not identical may state different values of one fact
 _CONFLICT_COSINE = 0.8
 _CONFLICT_WORDS = 0.6

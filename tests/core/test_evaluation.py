@@ -105,8 +105,8 @@ def test_weight_search_table_ranks_like_the_read_path() -> None:
     assert tie["recall@1"] == 1.0
 
 
-def test_cached_embedder_embeds_each_text_once(embedder) -> None:  # type: ignore[no-untyped-def]
-    calls: list[list[str]] = []
+def _counting(embedder, calls: list[list[str]]) -> type:  # type: ignore[no-untyped-def]
+    """An embedder class that records every batch it is asked to embed."""
 
     class Counting:
         name, version, dim = embedder.name, embedder.version, embedder.dim
@@ -115,6 +115,12 @@ def test_cached_embedder_embeds_each_text_once(embedder) -> None:  # type: ignor
             calls.append(list(texts))
             return embedder.embed(texts, kind=kind)
 
+    return Counting
+
+
+def test_cached_embedder_embeds_each_text_once(embedder) -> None:  # type: ignore[no-untyped-def]
+    calls: list[list[str]] = []
+    Counting = _counting(embedder, calls)
     cached = CachedEmbedder(Counting())
     first = cached.embed(["a cat", "a dog"], kind="query")
     again = cached.embed(["a dog", "a cat"], kind="query")
@@ -126,14 +132,7 @@ def test_cached_embedder_embeds_each_text_once(embedder) -> None:  # type: ignor
 
 def test_embedding_cache_file_survives_the_run(embedder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     calls: list[list[str]] = []
-
-    class Counting:
-        name, version, dim = embedder.name, embedder.version, embedder.dim
-
-        def embed(self, texts, *, kind="passage"):  # type: ignore[no-untyped-def]
-            calls.append(list(texts))
-            return embedder.embed(texts, kind=kind)
-
+    Counting = _counting(embedder, calls)
     path = tmp_path / "vectors.npz"
     first = CachedEmbedder(Counting(), path)
     vectors = first.embed(["a cat", "a dog"], kind="query")
