@@ -218,25 +218,26 @@ class RemoteMemory:
         trust: Trust | str | None = None, session_id: str | None = None, agent_id: str | None = None,
         kind: str | None = None, summary: str | None = None, entities: list[str] | None = None,
         metadata: Mapping[str, Any] | None = None, created_at: datetime | None = None, tenant_id: str | None = None,
-        key: str | None = None, key_namespace: str | Sequence[str] = (),
+        key: str | None = None, key_namespace: str | Sequence[str] = (), wait: bool = False,
     ) -> _Call:
-        """Store one memory; the server answers once it is committed."""
+        """Store one memory; the server answers once it is committed (and indexed too, with ``wait``)."""
         self._tenant(tenant_id)
         fields = {"type": type, "importance": importance, "half_life_days": half_life_days, "source": source,
                   "trust": trust, "session_id": session_id, "agent_id": agent_id, "kind": kind, "summary": summary,
                   "entities": entities, "metadata": metadata, "created_at": created_at, "key": key,
                   "key_namespace": list(key_namespace) if not isinstance(key_namespace, str) else key_namespace}
-        body = {"content": content, "user_id": user_id, **{k: _jsonable(v) for k, v in fields.items() if v is not None}}
+        body = {"content": content, "user_id": user_id, **{k: _jsonable(v) for k, v in fields.items() if v is not None},
+                **({"wait": True} if wait else {})}
         return _Call("POST", "/v1/memories", body, decode=wire.load_record)
 
     def _save_memories(self, drafts: Iterable[MemoryDraft | Mapping[str, Any] | str], *, user_id: str,
-                       tenant_id: str | None = None) -> _Call:
+                       tenant_id: str | None = None, wait: bool = False) -> _Call:
         """Store several memories of one user in one transaction (all or none)."""
         self._tenant(tenant_id)
         items = [_draft(d) for d in drafts]
         if not items:
             return _Call("GET", "/v1/health", decode=lambda _: [])
-        return _Call("POST", "/v1/memories/batch", {"user_id": user_id, "memories": items},
+        return _Call("POST", "/v1/memories/batch", {"user_id": user_id, "memories": items, "wait": bool(wait)},
                      decode=lambda b: [wire.load_record(r) for r in b["records"]])
 
     # ------------------------------------------------------------------ read
@@ -480,6 +481,12 @@ class RemoteMemory:
     async def aimport(self, fp: IO[str] | str | Path, **kwargs: Any) -> int:
         """Async twin of :meth:`import_` (runs it in a worker thread)."""
         return await asyncio.to_thread(self.import_, fp, **kwargs)
+
+    def _flush(self, timeout: float | None = None) -> _Call:
+        """Wait until the server's vector search reflects every write committed before this call."""
+        return _Call("POST", "/v1/flush", {"timeout": timeout}, decode=lambda _: None)
+
+    flush, aflush = _twins(_flush)
 
     def stats(self) -> dict[str, Any]:
         """The server's write-queue counters."""

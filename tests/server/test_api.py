@@ -142,3 +142,13 @@ def test_keyed_reads_and_forgets_over_http(server: ServerProcess, remote: Remote
     with pytest.raises(NotFoundError) as absent:
         remote.get_by_key("nope", user_id=user, key_namespace="prefs")
     assert str(outside.value) == str(absent.value).replace("nope", "lang")
+
+
+def test_wait_and_flush_give_read_your_writes_on_vectors(remote: RemoteMemory, user: str) -> None:
+    saved = remote.save_memory("My piano teacher is called Ingrid.", user_id=user, wait=True)
+    assert remote.search_memory("who teaches me music", user_id=user, sources=["vector"])[0].memory_id == saved.memory_id
+    batch = remote.save_memories(["I park on level 3.", "My locker is 117."], user_id=user, wait=True)
+    remote.flush(timeout=60)
+    assert {h.memory_id for h in remote.search_memory("where do I park", user_id=user, sources=["vector"],
+                                                     top_k=5)} >= {batch[0].memory_id}
+    assert "queue" in remote.stats()

@@ -13,6 +13,7 @@ reads run in worker threads. Errors leave as ``{"error": {"type", "message"}}`` 
 
 # no `from __future__ import annotations`: FastAPI reads the route annotations, some of them local aliases
 import asyncio
+import dataclasses
 import io
 import logging
 import queue as queue_mod
@@ -216,12 +217,12 @@ def create_app(state: ServerState) -> FastAPI:
         mem_stats = getattr(mem, "stats", None)
         if callable(mem_stats):
             value = await asyncio.to_thread(mem_stats)
-            out["memory"] = value if isinstance(value, dict) else getattr(value, "__dict__", str(value))
+            out["memory"] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
         return out
 
     # ------------------------------------------------------------------ save
     def draft_of(who: Principal, body: s.Draft) -> MemoryDraft:
-        fields = body.model_dump(exclude={"user_id"})
+        fields = body.model_dump(exclude={"user_id", "wait"})
         fields["agent_id"] = who.agent_for(body.agent_id)
         return MemoryDraft(**fields)
 
@@ -232,6 +233,8 @@ def create_app(state: ServerState) -> FastAPI:
         who.check_user(body.user_id)
         with acting_as(who.key_id):
             records = await q.save([draft_of(who, body)], user_id=body.user_id, tenant_id=who.tenant_id)
+        if body.wait:
+            await indexed(None)
         return wire.dump_record(records[0])
 
     @app.post("/v1/memories/batch", status_code=201, tags=["memories"])
@@ -242,7 +245,21 @@ def create_app(state: ServerState) -> FastAPI:
         drafts = [draft_of(who, d) for d in body.memories]
         with acting_as(who.key_id):
             records = await q.save(drafts, user_id=body.user_id, tenant_id=who.tenant_id)
+        if body.wait:
+            await indexed(None)
         return {"records": [wire.dump_record(r) for r in records]}
+
+    async def indexed(timeout: float | None) -> None:
+        """Wait until vector search reflects every committed write (a memory that indexes in the background)."""
+        flush = getattr(mem, "flush", None)
+        if callable(flush):
+            await asyncio.to_thread(flush, timeout)
+
+    @app.post("/v1/flush", tags=["memories"])
+    async def flush(body: s.FlushRequest, who: Who) -> dict[str, Any]:
+        """Wait until vector search reflects every write committed before this request."""
+        await indexed(body.timeout)
+        return {"flushed": True}
 
     # ------------------------------------------------------------------ read
     @app.post("/v1/search", tags=["memories"])

@@ -18,6 +18,7 @@ __all__ = [
     "Draft",
     "SaveRequest",
     "BatchSaveRequest",
+    "FlushRequest",
     "SearchRequest",
     "ListRequest",
     "KeyedListRequest",
@@ -62,11 +63,18 @@ class Draft(_Body):
 
 class SaveRequest(Draft):
     user_id: str = UserId
+    #: answer once vector search sees it too (read-your-writes), not only once it is committed
+    wait: bool = False
 
 
 class BatchSaveRequest(_Body):
     user_id: str = UserId
     memories: list[Draft] = Field(min_length=1, max_length=1000)
+    wait: bool = False
+
+
+class FlushRequest(_Body):
+    timeout: float | None = Field(default=None, gt=0.0, le=600.0)
 
 
 class SearchRequest(_Body):
