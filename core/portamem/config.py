@@ -102,6 +102,18 @@ class Settings:
     evict_below: float = 0.05
     grace_days: float = 7.0
     pool_capacity: int = 5000
+    #: rows the background indexer embeds, reviews and indexes per batch
+    index_batch: int = 64
+    #: a vector search first waits at most this long for the user's queued writes to reach the
+    #: index (read-your-writes for a save followed by a search); keyword search sees them at once
+    search_wait_s: float = 2.0
+    #: how long ``save_memory(wait=True)`` waits for the indexer before ``IndexingTimeoutError``
+    index_wait_s: float = 300.0
+    #: memory for the per-user read replica of the vector index (float32 matrices, least recently
+    #: used users dropped first); 0 serves every search from the Milvus index
+    replica_budget_mb: float = 512.0
+    #: query embeddings kept (by model and text) so a repeated question is not embedded again
+    query_cache_size: int = 1024
     #: reindex automatically on open when the embedder changed (else raise)
     auto_reindex: bool = True
     #: final-score multipliers by trust (high/medium/low); never higher for lower trust
@@ -122,6 +134,10 @@ class Settings:
             raise ConfigError(f"{', '.join(bounds)} must be integers >= 1")
         if self.top_k > self.max_top_k:
             raise ConfigError(f"top_k ({self.top_k}) must not exceed max_top_k ({self.max_top_k})")
+        if self.index_batch < 1 or self.search_wait_s < 0 or self.index_wait_s <= 0 or self.replica_budget_mb < 0 \
+                or self.query_cache_size < 0:
+            raise ConfigError("index_batch must be >= 1, index_wait_s > 0, and search_wait_s, replica_budget_mb, "
+                              "query_cache_size >= 0")
         if not 0.0 < self.dedupe_threshold <= 1.0:
             raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
         if self.vector_calibration is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import threading
+from collections import OrderedDict
 from typing import Callable, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -19,6 +20,7 @@ __all__ = [
     "get_embedder",
     "available_embedders",
     "register_embedder",
+    "QueryCache",
 ]
 
 Kind = Literal["query", "passage"]
@@ -151,6 +153,36 @@ class SentenceTransformerEmbedder:
             show_progress_bar=False,
         )
         return _normalise(vectors)
+
+
+class QueryCache:
+    """Query embeddings by model and text, least recently used dropped first: agents ask again."""
+
+    def __init__(self, embedder: Embedder, size: int = 1024) -> None:
+        self.embedder = embedder
+        self.size = size
+        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, text: str) -> np.ndarray:
+        key = (self.embedder.name, text)
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                self.hits += 1
+                return found
+        vector = np.asarray(self.embedder.embed([text], kind="query")[0], dtype=np.float32)
+        vector.setflags(write=False)  # shared by every caller
+        with self._lock:
+            self.misses += 1
+            if self.size:
+                self._cache[key] = vector
+                while len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+        return vector
 
 
 def _minilm() -> Embedder:

@@ -12,6 +12,7 @@ __all__ = [
     "StoreLockedError",
     "StoreUnreachableError",
     "BackendNotInstalledError",
+    "IndexingTimeoutError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
     "ImportFormatError",
@@ -70,6 +71,10 @@ class BackendNotInstalledError(StoreOpenError, ImportError):
     def __init__(self, message: str, extra: str) -> None:
         super().__init__(message)
         self.extra = extra
+
+
+class IndexingTimeoutError(StoreError):
+    """The vector index did not catch up in time (``wait=True``, ``Memory.flush``); the records are stored."""
 
 
 class EmbeddingError(PortamemError):

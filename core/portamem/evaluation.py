@@ -258,6 +258,7 @@ def _ingested(
             for turn, record in zip(batch, mem.save_memories(drafts, user_id=conv.sample_id)):
                 ids[record.memory_id] = turn.dia_id
             bar.update(len(batch))
+        mem.flush()  # every turn in the vector index before the first question
         bar.close()
         statuses: dict[str, int] = {}
         for record in mem.list_memories(user_id=conv.sample_id, filters={"statuses": [s.value for s in Status]}):

@@ -17,7 +17,7 @@ import pluggy
 
 from .config import Settings
 from .embeddings import Embedder, get_embedder
-from .errors import EmbeddingModelMismatchError, NotFoundError, StoreError, ValidationError
+from .errors import NotFoundError, StoreError, ValidationError
 from .filters import SearchFilters
 from .records import (
     MemoryRecord,
@@ -47,10 +47,13 @@ from .portable import export_jsonl, import_jsonl
 from .store import RecordStore
 from . import validation as check
 from .vectors import MilvusVectorIndex
+from .embeddings import QueryCache
+from .indexer import Indexer, IndexStats, index_now, reconcile, reindex, repair
+from .replica import VectorReader
 from .window import capture, episode
-from .writing import MemoryDraft, build_record, prepare, write
+from .writing import MemoryDraft, SaveRequest, SaveResult, as_drafts, build_record, prepare, settled, write, write_many
 
-__all__ = ["Memory", "MemoryDraft"]
+__all__ = ["Memory", "MemoryDraft", "SaveRequest", "SaveResult"]
 
 log = logging.getLogger(__name__)
 
@@ -103,16 +106,18 @@ class Memory(KeyedMemory):
         except BaseException:
             self.store.close()
             raise
-        self.retriever = Retriever(self.store, self.index, self._embed_query,
+        self._lock = threading.RLock()
+        #: vector reads: the in-memory replica for users within the budget, else the index
+        self.vectors = VectorReader(self.store, self.index, budget_mb=settings.replica_budget_mb, lock=self._lock)
+        self._queries = QueryCache(self.embedder, settings.query_cache_size)
+        self.retriever = Retriever(self.store, self.vectors, self._embed_query,  # type: ignore[arg-type]
                                    calibration_for(self.embedder.name, settings.vector_calibration))
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
-        self._lock = threading.RLock()
-        self._indexed_pending: list[str] = []
-        #: duplicate record (by id()) -> the record it was merged into, during one write
-        self._replaced: dict[int, MemoryRecord] = {}
+        self.indexer = Indexer(self, batch=settings.index_batch)
         self._closed = False
         try:
-            self._reconcile(progress)
+            reconcile(self, progress)
+            self.indexer.start()
         except BaseException:
             self.close()
             raise
@@ -125,12 +130,18 @@ class Memory(KeyedMemory):
         self.close()
 
     def close(self) -> None:
-        """Flush index bookkeeping and release the stores. Idempotent."""
+        """Let the indexer drain what is queued (at most ``Settings.index_wait_s``; the rest is indexed
+        on the next open), then release the stores. Idempotent."""
         if self._closed:
             return
+        try:
+            if self.indexer.stats().last_error is None:
+                self.indexer.flush(self.settings.index_wait_s)
+        except Exception:  # noqa: BLE001 - the outbox keeps what is left
+            log.warning("closing with %d records not yet in the vector index", self.indexer.stats().pending)
         self._closed = True
         try:
-            self._flush_indexed_marks()
+            self.indexer.stop()
             self.retrieval_log.flush()
         finally:
             try:
@@ -168,7 +179,7 @@ class Memory(KeyedMemory):
         return vectors
 
     def _embed_query(self, text: str) -> np.ndarray:
-        return self.embedder.embed([text], kind="query")[0]
+        return self._queries.get(text)
 
     def _attach_embeddings(self, records: Sequence[MemoryRecord]) -> None:
         missing = [r for r in records if r.embedding is None or r.embedding_model != self.embedder.name]
@@ -182,101 +193,25 @@ class Memory(KeyedMemory):
 
     # ------------------------------------------------------------------ index upkeep
     def _index_records(self, records: Sequence[MemoryRecord], deleted: Sequence[str] = ()) -> None:
-        """Bring the index in line after a committed write; a failure here is repaired on next open."""
-        try:
-            active = [r for r in records if r.status is Status.ACTIVE]
-            gone = list(deleted) + [r.memory_id for r in records if r.status is not Status.ACTIVE]
-            if active:
-                self.index.upsert(active)
-            if gone:
-                self.index.delete(gone)
-        except Exception:
-            log.exception("vector index update failed; the records are safe and will be reindexed on next open")
-            return
-        self._indexed_pending.extend(r.memory_id for r in records)
-        self._indexed_pending.extend(deleted)
-        if len(self._indexed_pending) >= 256:
-            self._flush_indexed_marks()
+        index_now(self, records, deleted)
 
-    def _flush_indexed_marks(self) -> None:
-        if self._indexed_pending:
-            ids, self._indexed_pending = self._indexed_pending, []
-            self.store.mark_indexed(ids)
-
-    def _reconcile(self, progress: ProgressFactory | None) -> None:
-        """Repair the index from the records: the outbox first, then a full diff if the counts disagree."""
-        recorded = self.store.get_meta("embedder")
-        if recorded is not None and recorded != self.embedder.name:
-            if not self.settings.auto_reindex:
-                raise EmbeddingModelMismatchError(
-                    f"this store was indexed with {recorded!r} but the embedder is {self.embedder.name!r}; "
-                    "run `portamem reindex` or set auto_reindex"
-                )
-            log.warning("embedder changed from %s to %s: reindexing", recorded, self.embedder.name)
-            self.reindex(progress=progress)
-            return
-        with self.store.transaction() as conn:
-            self.store.set_meta(conn, "embedder", self.embedder.name)
-        while batch := self.store.unindexed(1000):
-            records = [r for _, r in batch]
-            self._attach_embeddings([r for r in records if r.status is Status.ACTIVE])
-            active = [r for r in records if r.status is Status.ACTIVE]
-            if active:
-                self.index.upsert(active)
-            self.index.delete([r.memory_id for r in records if r.status is not Status.ACTIVE])
-            self.store.mark_indexed([r.memory_id for r in records])
-        expected = self.store.count(filters=SearchFilters())
-        if self.index.count() != expected:
-            log.warning("vector index disagrees with the records; repairing")
-            have = self.index.ids()
-            want = self.store.all_active_ids()
-            self.index.delete(have - want)
-            missing = want - have
-            for records in self.store.iter_vectors():
-                todo = [r for r in records if r.memory_id in missing]
-                if todo:
-                    self._attach_embeddings(todo)
-                    self.index.upsert(todo)
-        self.index.flush()
+    def _repair_index(self) -> None:
+        repair(self)
 
     def reindex(self, *, progress: ProgressFactory | None = None) -> int:
-        """Rebuild the vector index from the records (re-embedding any vector of another model).
-
-        The arguments are checked and the progress bar built before the index is dropped; a bar that
-        fails later is dropped, never the rebuild.
-        """
+        """Rebuild the vector index from the records (re-embedding any vector of another model)."""
         self._check_open()
-        progress = check.check_progress(progress)
-        with self._lock:
-            total = self.store.count(filters=SearchFilters())
-            bar = check.SafeProgress(progress, total, "reindex")
-            self.index.drop()
-            done = 0
-            for records in self.store.iter_vectors(batch=256):
-                stale = [r for r in records if r.embedding is None or r.embedding_model != self.embedder.name]
-                if stale:
-                    self._attach_embeddings(stale)
-                    with self.store.transaction() as conn:
-                        for r in stale:
-                            self.store.update_fields(
-                                conn,
-                                [r.memory_id],
-                                reindex=False,
-                                embedding=np.asarray(r.embedding, dtype="<f4").tobytes(),
-                                embedding_model=r.embedding_model,
-                                embedding_version=r.embedding_version,
-                            )
-                self.index.upsert(records)
-                done += len(records)
-                bar.update(len(records))
-            bar.close()
-            with self.store.transaction() as conn:
-                self.store.set_meta(conn, "embedder", self.embedder.name)
-                self.store.audit(conn, "reindex", tenant_id=self.tenant_id, user_id=None, detail={"records": done})
-            self.index.flush()
-            self._indexed_pending.clear()
-            self.store.mark_indexed(list(self.store.all_active_ids()))
-            return done
+        return reindex(self, progress=check.check_progress(progress))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until the vector index reflects every write committed before this call (read-your-writes
+        for vector search); ``IndexingTimeoutError`` after ``timeout`` seconds (the writes stay stored)."""
+        self._check_open()
+        self.indexer.flush(timeout)
+
+    def stats(self) -> IndexStats:
+        """How far the background indexer is behind: pending rows, the oldest one's age, indexed/s."""
+        return self.indexer.stats()
 
     # ------------------------------------------------------------------ write
     def save_memory(
@@ -299,8 +234,12 @@ class Memory(KeyedMemory):
         tenant_id: str | None = None,
         key: str | None = None,
         key_namespace: Namespace = (),
+        wait: bool = False,
     ) -> MemoryRecord:
-        """Store one memory. When this returns, the record is committed and survives a crash.
+        """Store one memory. When this returns, the record is committed, survives a crash and is
+        keyword-searchable; the background indexer embeds it, reviews it (trust, dedupe) and adds it to
+        the vector index within moments (``stats()``). ``wait=True`` returns once that is done, with
+        the record as settled: the older memory it was merged into, when it was a duplicate.
 
         With a ``key`` the write is an atomic upsert of ``(key_namespace, key)``: the returned record is
         the key's one row (its id kept across overwrites), never merged by dedupe (``portamem.keys``).
@@ -322,7 +261,7 @@ class Memory(KeyedMemory):
             key=key,
             key_namespace=key_namespace,  # type: ignore[arg-type]
         )
-        return self.save_memories([draft], user_id=user_id, tenant_id=tenant_id)[0]
+        return self.save_memories([draft], user_id=user_id, tenant_id=tenant_id, wait=wait)[0]
 
     def save_memories(
         self,
@@ -330,31 +269,33 @@ class Memory(KeyedMemory):
         *,
         user_id: str,
         tenant_id: str | None = None,
+        wait: bool = False,
     ) -> list[MemoryRecord]:
-        """Store several memories in one transaction (all or none), embedding them in one batch."""
+        """Store several memories in one transaction (all or none); ``wait`` as in ``save_memory``."""
         self._check_open()
+        user_id, tenant_id, items = self._checked_drafts(drafts, user_id, tenant_id)
+        return write(self, items, user_id=user_id, tenant_id=tenant_id, explicit=True, wait=wait)
+
+    def _checked_drafts(self, drafts: Any, user_id: Any, tenant_id: Any) -> tuple[str, str, list[MemoryDraft]]:
+        """The validation layer's checks of one save: its user, tenant and drafts."""
         user_id = self._user(user_id)
         tenant_id = self._tenant(tenant_id)
-        if isinstance(drafts, (str, bytes, Mapping)) or not isinstance(drafts, Iterable):
-            raise ValidationError(f"drafts must be a list of MemoryDraft, mappings or strings, got {type(drafts).__name__}")
-        items: list[MemoryDraft] = []
-        for d in drafts:
-            if isinstance(d, MemoryDraft):
-                items.append(d)
-            elif isinstance(d, str):
-                items.append(MemoryDraft(content=d))
-            elif isinstance(d, Mapping):
-                try:
-                    items.append(MemoryDraft(**d))
-                except TypeError as exc:
-                    raise ValidationError(f"bad memory fields: {exc}") from exc
-            else:
-                raise ValidationError(f"each memory must be a MemoryDraft, mapping or string, got {type(d).__name__}")
-        items = [check.check_draft(self.settings, d) for d in items]
+        items = [check.check_draft(self.settings, d) for d in as_drafts(drafts)]
         for d in items:
             check.check_opaque_ids(self.hooks, self.settings, tenant_id, user_id,
                                    session_id=d.session_id, agent_id=d.agent_id)
-        return write(self, items, user_id=user_id, tenant_id=tenant_id, explicit=True)
+        return user_id, tenant_id, items
+
+    def save_many(self, requests: Sequence[SaveRequest]) -> list[SaveResult]:
+        """Apply the saves of many users and tenants in ONE transaction (group commit), for a write queue.
+
+        Each request is validated, guarded and redacted on its own: a bad one gets its typed error in
+        its ``SaveResult`` and the others are still written. The valid ones commit together, so one
+        fsync covers them all; results come back in request order. A failure of the commit itself
+        raises (``StoreError``) and writes none of them.
+        """
+        self._check_open()
+        return write_many(self, requests)
 
     # ------------------------------------------------------------------ read
     def search_memory(
@@ -386,6 +327,8 @@ class Memory(KeyedMemory):
         query = check.check_query(self.settings, query)
         k = check.check_top_k(self.settings, top_k)
         f = check.check_filters(self.settings, filters)
+        if "vector" in sources:  # read-your-writes, bounded: let this user's queued rows reach the index
+            self.indexer.wait_scope((tenant_id, user_id), self.settings.search_wait_s)
         if Status.QUARANTINED in f.statuses:
             raise ValidationError(
                 "quarantined memories are never searched or recalled; review them with "
@@ -531,12 +474,15 @@ class Memory(KeyedMemory):
 
     def maintain(self, *, now: datetime | None = None, policy: str | None = None,
                  tenant_id: str | None = None) -> MaintenanceReport:
-        """Evict decayed memories (marked, restorable), purge those past the grace period, consolidate."""
+        """Evict decayed memories (marked, restorable), purge those past the grace period, consolidate.
+
+        Waits for the indexer first: consolidation compares the vectors of settled memories."""
         self._check_open()
         tenant_id = self._tenant(tenant_id)
         now = check.check_datetime("now", now)
         if policy is not None:
             check.check_id(self.settings, "policy", policy)
+        self.indexer.flush(self.settings.index_wait_s)
         with self._lock:
             return maintain(self, now=now, policy=policy, tenant_id=tenant_id)
 
@@ -688,12 +634,13 @@ class Memory(KeyedMemory):
         metadata: Mapping[str, Any] | None = None,
         tenant_id: str | None = None,
         created_at: datetime | None = None,
+        wait: bool = False,
     ) -> list[MemoryRecord]:
         """Append a turn (a user message plus the reply) to the working window.
 
         Turns pushed out of the window are compressed into one episodic memory, and the write-triggers
         decide whether the user's message is worth keeping (``Settings.auto_capture``). Returns the
-        memories written.
+        memories written (as settled by the indexer with ``wait=True``, as in ``save_memory``).
         """
         self._check_open()
         user_id = self._user(user_id)
@@ -709,9 +656,9 @@ class Memory(KeyedMemory):
             evicted = [*window, turn] if overflow > len(window) else window[: max(0, overflow)]
             compressed = episode(self, evicted, user_id, tenant_id, session_id) if evicted else None
             episodes = [compressed] if compressed is not None else []
-            self._attach_embeddings(episodes)
             ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings, session_id=session_id)
             kept = redact_turn(self.hooks, turn, ctx) if self.settings.redact_window else turn
+            self.indexer.enqueue(episodes)  # the indexer embeds and indexes them
             with self.store.transaction() as conn:
                 if not any(t is turn for t in evicted):
                     self.store.add_turn(conn, tenant_id, user_id, session_id, kept)
@@ -723,8 +670,9 @@ class Memory(KeyedMemory):
                       "memory_id": e.memory_id, "detail": {"session_id": session_id, "turns": len(evicted)}}
                      for e in episodes],
                 )
-            self._index_records(episodes)
-        captured = capture(self, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
+        captured = capture(self, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id, wait=wait)
+        if wait and episodes:
+            episodes = settled(self, episodes)
         return episodes + captured
 
     def context(self, *, user_id: str, session_id: str = "default", tenant_id: str | None = None) -> list[Turn]:

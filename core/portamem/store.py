@@ -27,9 +27,11 @@ from .storage.dialect import dialect_insert, open_engine, safe_url, schema_lock,
 from .storage.keywords import PostingsKeywordIndex, keyword_md
 from .text import tokenize
 
-__all__ = ["RecordStore", "SCHEMA_VERSION"]
+__all__ = ["RecordStore", "SCHEMA_VERSION", "REVIEW"]
 
 SCHEMA_VERSION = 4
+#: ``memories.indexed`` of a new row the background indexer has not embedded and reviewed yet
+REVIEW = -1
 
 md = sa.MetaData()
 
@@ -66,7 +68,8 @@ memories = sa.Table(
     sa.Column("superseded_by", sa.String(64)),
     sa.Column("deleted_at", sa.Float),
     sa.Column("metadata", sa.JSON, nullable=False),
-    # 0 while the vector index may not reflect this row yet (a transactional outbox)
+    # the vector-index outbox: 1 indexed; 0 the index may not reflect this row yet; -1 a new row that
+    # still needs its embedding, trust review and dedupe (the background indexer's queue)
     sa.Column("indexed", sa.Integer, nullable=False, default=0),
     # keyed memories (portamem.keys): NULL key for unkeyed ones, which the unique index never compares
     sa.Column("key_namespace", sa.String(1024)),
@@ -302,14 +305,16 @@ class RecordStore:
         upsert(conn, meta_t, ("key",), {"key": key, "value": value})
 
     # ---------------------------------------------------------------- writes
-    def insert(self, conn: Connection, records: Sequence[MemoryRecord]) -> None:
-        """Add records with their entity and keyword rows: one statement per table for the batch."""
+    def insert(self, conn: Connection, records: Sequence[MemoryRecord], *, indexed: int = 0) -> None:
+        """Add records with their entity and keyword rows: one statement per table for the batch.
+        ``indexed=REVIEW`` queues them for the indexer's embedding, trust review and dedupe, 0 for
+        indexing only."""
         if not records:
             return
         # parameters apart from the statement: compiled once, and one round trip for the batch
         result = conn.execute(
             memories.insert().returning(memories.c.pk, sort_by_parameter_order=True),
-            [{**record_row(r), "indexed": 0} for r in records],
+            [{**record_row(r), "indexed": indexed} for r in records],
         )
         pks = [int(row[0]) for row in result]
         self._write_derived(conn, list(zip(pks, records)))
@@ -373,10 +378,21 @@ class RecordStore:
         self._write_derived(conn, [(pk, record)])
 
     def update_fields(self, conn: Connection, memory_ids: Sequence[str], *, reindex: bool, **values: Any) -> int:
-        if reindex:
-            values["indexed"] = 0
+        if reindex:  # a row still queued for review stays queued
+            values["indexed"] = sa.case((memories.c.indexed < 0, memories.c.indexed), else_=0)
         result = conn.execute(memories.update().where(memories.c.memory_id.in_(list(memory_ids))).values(**values))
         return int(result.rowcount)
+
+    def set_embeddings(self, conn: Connection, records: Sequence[MemoryRecord]) -> None:
+        """Store the vectors the indexer computed (the records stay the source of truth for rebuilds)."""
+        if records:
+            conn.execute(
+                memories.update().where(memories.c.memory_id == sa.bindparam("mid")).values(
+                    embedding=sa.bindparam("emb"), embedding_model=sa.bindparam("model"),
+                    embedding_version=sa.bindparam("version")),
+                [{"mid": r.memory_id, "emb": _vec_to_blob(r.embedding), "model": r.embedding_model,
+                  "version": r.embedding_version} for r in records],
+            )
 
     def purge(self, conn: Connection, memory_ids: Sequence[str], *, tenant_id: str, user_id: str | None = None) -> int:
         """Hard-delete records of one tenant (of one user when given); ids of other owners are left alone."""
@@ -560,29 +576,73 @@ class RecordStore:
             return {r[0]: int(r[1]) for r in conn.execute(q)}
 
     # ---------------------------------------------------------------- vector-index outbox
-    def unindexed(self, limit: int = 1000) -> list[tuple[int, MemoryRecord]]:
-        q = sa.select(memories).where(memories.c.indexed == 0).order_by(memories.c.pk).limit(limit)
+    def outbox(self, limit: int = 1000, *, after: int = 0, pks: Sequence[int] | None = None
+               ) -> list[tuple[int, int, MemoryRecord]]:
+        """(pk, indexed state, record) of outbox rows in commit order, or of those of ``pks`` still queued."""
+        q = sa.select(memories).where(memories.c.indexed <= 0)
+        q = q.where(memories.c.pk.in_(list(pks))) if pks is not None else q.where(memories.c.pk > after)
+        q = q.order_by(memories.c.pk).limit(limit)
         with self.engine.connect() as conn:
-            return [(r.pk, row_record(r)) for r in conn.execute(q)]
+            return [(r.pk, r.indexed, row_record(r)) for r in conn.execute(q)]
 
-    def mark_indexed(self, memory_ids: Sequence[str]) -> None:
+    def outbox_keys(self) -> list[tuple[str, str, str]]:
+        """(memory_id, tenant_id, user_id) of every outbox row: what a reopened store still has to index."""
+        c = memories.c
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(  # type: ignore[misc]
+                sa.select(c.memory_id, c.tenant_id, c.user_id).where(c.indexed <= 0).order_by(c.pk))]
+
+    def indexed_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Those of ``memory_ids`` whose rows the vector index reflects."""
         ids = list(memory_ids)
-        with self.transaction() as conn:
+        out: set[str] = set()
+        with self.engine.connect() as conn:
             for start in range(0, len(ids), 500):
-                conn.execute(
-                    memories.update().where(memories.c.memory_id.in_(ids[start:start + 500])).values(indexed=1)
-                )
+                out.update(r[0] for r in conn.execute(sa.select(memories.c.memory_id).where(
+                    memories.c.memory_id.in_(ids[start:start + 500]), memories.c.indexed == 1)))
+        return out
+
+    def outbox_size(self) -> int:
+        q = sa.select(sa.func.count()).select_from(memories).where(memories.c.indexed <= 0)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar() or 0)
+
+    def mark_indexed(self, memory_ids: Sequence[str], conn: Connection | None = None) -> None:
+        ids = list(memory_ids)
+        if conn is None:
+            with self.transaction() as c:
+                self.mark_indexed(ids, c)
+            return
+        for start in range(0, len(ids), 500):
+            conn.execute(memories.update().where(memories.c.memory_id.in_(ids[start:start + 500])).values(indexed=1))
+
+    def reviewed_pending(self, tenant_id: str, user_id: str) -> list[MemoryRecord]:
+        """The user's PENDING memories that the indexer has reviewed (not those still queued)."""
+        q = sa.select(memories).where(*self._scope(tenant_id, user_id), memories.c.status == Status.PENDING.value,
+                                      memories.c.indexed >= 0).order_by(memories.c.pk)
+        with self.engine.connect() as conn:
+            return [row_record(r) for r in conn.execute(q)]
+
+    def user_vectors(self, tenant_id: str, user_id: str, model: str) -> list[Any]:
+        """The raw index fields of a user's active rows with a vector of ``model`` (the read replica's load)."""
+        c = memories.c
+        q = sa.select(c.memory_id, c.embedding, c.type, c.source, c.trust, c.session_id, c.agent_id,
+                      c.created_at, c.importance).where(
+            *self._scope(tenant_id, user_id), c.status == Status.ACTIVE.value, c.embedding_model == model,
+            c.embedding.is_not(None)).order_by(c.pk)
+        with self.engine.connect() as conn:
+            return list(conn.execute(q))
 
     def mark_all_unindexed(self, conn: Connection) -> None:
         conn.execute(memories.update().values(indexed=0))
 
     def iter_vectors(self, batch: int = 1000) -> Iterator[list[MemoryRecord]]:
-        """Active records in id order, for (re)building the vector index."""
+        """Active records in id order, for (re)building the vector index (not those queued for review)."""
         last = 0
         while True:
             q = (
                 sa.select(memories)
-                .where(memories.c.pk > last, memories.c.status == Status.ACTIVE.value)
+                .where(memories.c.pk > last, memories.c.status == Status.ACTIVE.value, memories.c.indexed >= 0)
                 .order_by(memories.c.pk)
                 .limit(batch)
             )

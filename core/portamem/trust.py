@@ -41,7 +41,6 @@ from .dedupe import _profile as text_profile
 from .dedupe import is_duplicate
 from .entities import normalize_entity
 from .errors import ValidationError
-from .filters import SearchFilters
 from .pipeline import GuardVerdict, WriteContext
 from .records import TRUST_RANK, MemoryRecord, Status, Trust, to_iso, utcnow
 from .retrieval import _cosine, _triples_conflict
@@ -159,12 +158,12 @@ def review(mem: Memory, records: Sequence[MemoryRecord],
     # quarantined records, or ones a guard already held back, are not reviewed
     todo = [r for r in records if r.status is Status.ACTIVE and r.embedding is not None]
     if near is None:
-        near = mem.index.nearest(todo, k=NEIGHBOURS) if todo else {}
+        near = mem.vectors.nearest(todo, k=NEIGHBOURS) if todo else {}
     neighbours = _neighbours(mem, todo, near)
     for record in todo:
         scope = (record.tenant_id, record.user_id)
         if scope not in pending_by_user:
-            pending_by_user[scope] = [p for p in mem.store.list(*scope, SearchFilters(statuses=(Status.PENDING,)))
+            pending_by_user[scope] = [p for p in mem.store.reviewed_pending(*scope)
                                       if p.key is None]  # a keyed memory is never another's sighting
         match = _pending_match(record, pending_by_user[scope], threshold)
         if match is not None:  # a contradiction ends by a person or a high-trust source, not by repetition

@@ -27,7 +27,7 @@ from .errors import StoreError, StoreLockedError, StoreOpenError, StoreUnreachab
 from .filters import SearchFilters
 from .records import MemoryRecord, MemoryType, Source, Trust
 
-__all__ = ["MilvusVectorIndex", "scope_key", "collection_name"]
+__all__ = ["MilvusVectorIndex", "VectorHit", "scope_key", "collection_name", "opt_key"]
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def scope_key(tenant_id: str, user_id: str) -> int:
     return _key("scope", tenant_id, user_id)
 
 
-def _opt_key(kind: str, value: str | None) -> int:
+def opt_key(kind: str, value: str | None) -> int:
     return 0 if value is None else _key(kind, value)
 
 
@@ -186,8 +186,8 @@ class MilvusVectorIndex:
                     "type": _TYPE_CODE[r.type],
                     "source": _SOURCE_CODE[r.source],
                     "trust": _TRUST_CODE[r.trust],
-                    "session": _opt_key("session", r.session_id),
-                    "agent": _opt_key("agent", r.agent_id),
+                    "session": opt_key("session", r.session_id),
+                    "agent": opt_key("agent", r.agent_id),
                     "created_at": r.created_at.timestamp(),
                     "importance": float(r.importance),
                 }
@@ -277,9 +277,9 @@ class MilvusVectorIndex:
         if f.trusts:
             parts.append(f"trust in [{', '.join(str(_TRUST_CODE[t]) for t in f.trusts)}]")
         if f.session_id is not None:
-            parts.append(f"session == {int(_opt_key('session', f.session_id))}")
+            parts.append(f"session == {int(opt_key('session', f.session_id))}")
         if f.agent_id is not None:
-            parts.append(f"agent == {int(_opt_key('agent', f.agent_id))}")
+            parts.append(f"agent == {int(opt_key('agent', f.agent_id))}")
         if f.created_after is not None:
             parts.append(f"created_at > {float(f.created_after.timestamp())!r}")
         if f.created_before is not None:

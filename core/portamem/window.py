@@ -18,7 +18,8 @@ __all__ = ["capture", "episode", "episode_draft"]
 
 
 def capture(
-    mem: Memory, turn: Turn, *, user_id: str, tenant_id: str, session_id: str) -> list[MemoryRecord]:
+    mem: Memory, turn: Turn, *, user_id: str, tenant_id: str, session_id: str, wait: bool = False
+) -> list[MemoryRecord]:
     """Run the write-triggers on the user's message; keep what they vote for.
 
     A vote the user stressed ("remember that ...") goes to long-term memory at once; any other goes
@@ -46,7 +47,7 @@ def capture(
         half_life_days=None if explicit else mem.settings.half_lives["task"],
         metadata={"trigger": best.reason, **({} if explicit else {"promote_to": best.type.value})},
     )
-    return write(mem, [draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit)
+    return write(mem, [draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit, wait=wait)
 
 
 def captured_from(

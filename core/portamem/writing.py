@@ -1,25 +1,30 @@
-"""The write path: validate, guard, redact, structure, score, embed, dedupe, then store, index, audit."""
+"""The write path: validate, guard, redact, structure, score, then commit and audit in one transaction.
+
+Embedding, trust review, dedupe and indexing follow in the background indexer (``portamem.indexer``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import trust
 from .dedupe import is_duplicate
+from .errors import PortamemError, ValidationError
 from .pipeline import WriteContext
 from .privacy import redact_record
 from .validation import check_draft
 from .records import TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, importance_band, utcnow
+from .store import REVIEW
 
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["MemoryDraft", "build_record", "write", "prepare", "screen", "stricter", "dedupe"]
+__all__ = ["MemoryDraft", "SaveRequest", "SaveResult", "as_drafts", "build_record", "write", "write_many", "prepare",
+           "screen", "stricter", "dedupe", "settled"]
 
 @dataclass
 class MemoryDraft:
@@ -79,52 +84,113 @@ def build_record(
     )
 
 
-def write(
-    mem: Memory, items: Sequence[MemoryDraft], *, user_id: str, tenant_id: str, explicit: bool
-) -> list[MemoryRecord]:
-    """The write path: guard, redact, structure, score, embed, dedupe, then store + index + audit."""
+def as_drafts(drafts: Iterable[MemoryDraft | Mapping[str, Any] | str]) -> list[MemoryDraft]:
+    """The memories of a save call as drafts: a draft, a mapping of its fields, or a bare text."""
+    if isinstance(drafts, (str, bytes, Mapping)) or not isinstance(drafts, Iterable):
+        raise ValidationError(f"drafts must be a list of MemoryDraft, mappings or strings, got {type(drafts).__name__}")
+    items: list[MemoryDraft] = []
+    for d in drafts:
+        if isinstance(d, MemoryDraft):
+            items.append(d)
+        elif isinstance(d, str):
+            items.append(MemoryDraft(content=d))
+        elif isinstance(d, Mapping):
+            try:
+                items.append(MemoryDraft(**d))
+            except TypeError as exc:
+                raise ValidationError(f"bad memory fields: {exc}") from exc
+        else:
+            raise ValidationError(f"each memory must be a MemoryDraft, mapping or string, got {type(d).__name__}")
+    return items
+
+
+@dataclass(frozen=True)
+class SaveRequest:
+    """One caller's save in a group commit (``Memory.save_many``): one user's memories, in order."""
+
+    user_id: str
+    memories: Sequence[MemoryDraft | Mapping[str, Any] | str]
+    tenant_id: str | None = None
+
+
+@dataclass
+class SaveResult:
+    """The outcome of one ``SaveRequest``: its committed records, or the typed error that refused it."""
+
+    request: SaveRequest
+    records: list[MemoryRecord] = field(default_factory=list)
+    error: PortamemError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _drafted(mem: Memory, items: Sequence[MemoryDraft], *, user_id: str, tenant_id: str,
+             explicit: bool) -> list[MemoryRecord]:
     records = [build_record(mem, d, user_id=user_id, tenant_id=tenant_id) for d in items]
     for draft, record in zip(items, records):
         prepare(mem, draft, record, explicit=explicit)
+        hold(record)
+    return records
+
+
+def write(
+    mem: Memory, items: Sequence[MemoryDraft], *, user_id: str, tenant_id: str, explicit: bool, wait: bool = False
+) -> list[MemoryRecord]:
+    """The write path: guard, redact, structure, score, then commit + audit; the indexer does the rest.
+
+    With ``wait`` the records come back as the indexer settled them (a duplicate as the older memory
+    it was merged into).
+    """
+    records = _drafted(mem, items, user_id=user_id, tenant_id=tenant_id, explicit=explicit)
     if not records:
         return []
-    mem._attach_embeddings(records)
-    # keyed records: an upsert of their key, never reviewed or deduped by similarity (portamem.keys)
+    commit(mem, records)
+    return settled(mem, records) if wait else records
+
+
+def write_many(mem: Memory, requests: Sequence[SaveRequest]) -> list[SaveResult]:
+    """``Memory.save_many``: each request validated on its own, the valid ones committed together."""
+    if isinstance(requests, (str, bytes)) or not isinstance(requests, Sequence):
+        raise ValidationError("save_many takes a list of SaveRequest")
+    results: list[SaveResult] = []
+    for req in requests:
+        if not isinstance(req, SaveRequest):
+            raise ValidationError(f"save_many takes SaveRequest items, got {type(req).__name__}")
+        result = SaveResult(req)
+        try:
+            user_id, tenant_id, items = mem._checked_drafts(req.memories, req.user_id, req.tenant_id)
+            result.records = _drafted(mem, items, user_id=user_id, tenant_id=tenant_id, explicit=True)
+        except PortamemError as exc:
+            result.error = exc
+        results.append(result)
+    commit(mem, [r for res in results for r in res.records])
+    return results
+
+
+def commit(mem: Memory, records: Sequence[MemoryRecord]) -> None:
+    """Insert new records, their keyword entries and audit rows in one transaction, queued for the
+    indexer: unkeyed ones for review (trust, dedupe), keyed ones (an upsert of their key, never
+    reviewed or deduped by similarity: ``portamem.keys``) for indexing only."""
+    if not records:
+        return
     keyed = [r for r in records if r.key is not None]
     unkeyed = [r for r in records if r.key is None]
-    with mem._lock:
-        # one neighbour look-up serves the trust review and the dedupe
-        active = [r for r in unkeyed if r.status is Status.ACTIVE]
-        near = mem.index.nearest(active, k=trust.NEIGHBOURS) if active else {}
-        seen_again = trust.review(mem, unkeyed, near)
-        for c in seen_again:
-            mem._replaced[id(c.by)] = c.pending
-        new, merged = dedupe(mem, [r for r in unkeyed if id(r) not in mem._replaced], near)
+    try:
         with mem.store.transaction() as conn:
-            mem.store.insert(conn, new)
+            mem.store.insert(conn, unkeyed, indexed=REVIEW)
             overwrote = {id(r): mem.store.upsert_keyed(conn, r) for r in keyed}
-            trust.apply_confirmations(mem, conn, seen_again)
-            for existing, duplicate in merged:
-                mem.store.update_fields(
-                    conn, [existing.memory_id], reindex=True,
-                    frequency=existing.frequency, importance=existing.importance,
-                    importance_band=existing.importance_band, type=existing.type.value,
-                    kind=existing.kind, half_life_days=existing.half_life_days, trust=existing.trust.value,
-                    updated_at=existing.updated_at.timestamp(), metadata=existing.metadata,
-                )
             mem.store.audit_many(
                 conn,
-                [_save_row(r) for r in new]
-                + [_save_row(r, key=[r.key_namespace, r.key], overwrote=overwrote[id(r)]) for r in keyed]
-                + [{"action": "dedupe", "tenant_id": e.tenant_id, "user_id": e.user_id, "memory_id": e.memory_id,
-                    "detail": {"frequency": e.frequency, "session_id": d.session_id, "source": d.source.value}}
-                   for e, d in merged],
+                [_save_row(r) for r in unkeyed]
+                + [_save_row(r, key=[r.key_namespace, r.key], overwrote=overwrote[id(r)]) for r in keyed],
             )
-        # the last write of a key in the batch is its row's content
-        last_keyed = list({r.memory_id: r for r in keyed}.values())
-        mem._index_records(new + last_keyed + [e for e, _ in merged] + [c.pending for c in seen_again])
-    out = [mem._replaced.pop(id(r), r) for r in records]
-    return out
+            # noted before the commit (ids final: an upsert takes its key's id), so none is settled unseen
+            mem.indexer.enqueue(records)
+    except BaseException:
+        mem.indexer.forget([r.memory_id for r in records])
+        raise
 
 
 def _save_row(r: MemoryRecord, **extra: Any) -> dict[str, Any]:
@@ -132,6 +198,43 @@ def _save_row(r: MemoryRecord, **extra: Any) -> dict[str, Any]:
               **({"guard": r.metadata["guard"]} if "guard" in r.metadata else {}), **extra}
     return {"action": "save", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
             "detail": detail}
+
+
+def settled(mem: Memory, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """Wait for the indexer to settle these records; each comes back as stored, a retired duplicate
+    as the memory it was merged into (``superseded_by``)."""
+    mem.indexer.wait_ids([r.memory_id for r in records], mem.settings.index_wait_s)
+    out = []
+    for r in records:
+        current = r
+        for _ in range(8):
+            found = mem.store.get(r.tenant_id, r.user_id, [current.memory_id]).get(current.memory_id)
+            if found is None:
+                break
+            current = found
+            if current.status is not Status.DELETED or current.superseded_by is None:
+                break
+            current = MemoryRecord(content=current.content, user_id=r.user_id, tenant_id=r.tenant_id,
+                                   memory_id=current.superseded_by)
+        out.append(current)
+    return out
+
+
+def hold(record: MemoryRecord) -> None:
+    """A low-trust memory is PENDING from its commit on; the indexer's review may let it through as a
+    repeat of an active memory (``unhold`` first, then the review decides)."""
+    if record.status is Status.ACTIVE and record.trust is Trust.LOW and record.key is None:
+        record.status = Status.PENDING
+        record.metadata["trust"] = {"pending": "low trust",
+                                    "reason": f"low-trust source ({record.source.value}) awaits confirmation"}
+
+
+def unhold(record: MemoryRecord) -> None:
+    trust_meta = record.metadata.get("trust")
+    if (record.status is Status.PENDING and "guard" not in record.metadata and isinstance(trust_meta, dict)
+            and trust_meta.get("pending") == "low trust" and "confirmed_by" not in trust_meta):
+        record.status = Status.ACTIVE
+        del record.metadata["trust"]
 
 
 def write_context(
@@ -185,50 +288,57 @@ def stricter(a: Status, b: Status) -> Status:
 
 
 def dedupe(
-    mem: Memory, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]] | None = None
-) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord]]]:
-    """Split into new records and (existing, duplicate) pairs: cosine >= threshold bumps frequency.
+    mem: Memory, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]] | None = None,
+    batch: Mapping[str, MemoryRecord] | None = None,
+) -> list[tuple[MemoryRecord, MemoryRecord]]:
+    """(older, duplicate) pairs among one user's new records: cosine >= threshold and the same words
+    (``is_duplicate``) against a stored neighbour or an earlier record of the batch. Each older record
+    absorbs its duplicate (``merge_into``); keyed memories are never deduped.
 
-    ``near`` is each record's nearest stored neighbours when the caller already looked them up.
+    ``near`` is each record's nearest stored neighbours when the caller already looked them up;
+    ``batch`` the records being settled, by id, which stand for their stored copies among them.
     """
     threshold = mem.settings.dedupe_threshold
-    new: list[MemoryRecord] = []
     merged: list[tuple[MemoryRecord, MemoryRecord]] = []
-    candidates = [r for r in records if r.status is Status.ACTIVE]
+    candidates = [r for r in records if r.status is Status.ACTIVE and not _keyed(r)]
     if not (mem.settings.dedupe and candidates):
-        nearest: Mapping[str, list[Any]] = {}
-    else:
-        nearest = {r.memory_id: near[r.memory_id] for r in candidates if r.memory_id in near} if near is not None \
-            else mem.index.nearest(candidates)
+        return merged
+    nearest = {r.memory_id: near[r.memory_id] for r in candidates if r.memory_id in near} if near is not None \
+        else mem.vectors.nearest(candidates)
     stored = mem.store.get(
         candidates[0].tenant_id, candidates[0].user_id,
         [h.memory_id for hits in nearest.values() for h in hits],
     ) if nearest else {}
-    for record in records:
-        target: MemoryRecord | None = None
-        if record.status is Status.ACTIVE and mem.settings.dedupe:
+    stored.update({m: r for m, r in (batch or {}).items() if m in stored})
+    kept: list[MemoryRecord] = []
+    for record in candidates:
+        target = next(
+            (stored[h.memory_id] for h in nearest.get(record.memory_id, [])
+             if h.memory_id in stored and stored[h.memory_id].status is Status.ACTIVE
+             and stored[h.memory_id] is not record and not _keyed(stored[h.memory_id])
+             and is_duplicate(record.content, stored[h.memory_id].content, h.score, threshold)),
+            None,
+        )
+        if target is None:  # a duplicate earlier in the same batch
+            vec = np.asarray(record.embedding, dtype=np.float32)
             target = next(
-                (stored[h.memory_id] for h in nearest.get(record.memory_id, [])
-                 if h.memory_id in stored and stored[h.memory_id].key is None  # keyed: never a dedupe target
-                 and is_duplicate(record.content, stored[h.memory_id].content, h.score, threshold)),
+                (o for o in kept if is_duplicate(
+                    record.content, o.content,
+                    float(np.dot(vec, np.asarray(o.embedding, dtype=np.float32))), threshold)),
                 None,
             )
-            if target is None:  # a duplicate earlier in the same batch
-                vec = np.asarray(record.embedding, dtype=np.float32)
-                target = next(
-                    (o for o in new if o.status is Status.ACTIVE and is_duplicate(
-                        record.content, o.content,
-                        float(np.dot(vec, np.asarray(o.embedding, dtype=np.float32))), threshold)),
-                    None,
-                )
         if target is None:
-            new.append(record)
+            kept.append(record)
             continue
+        target = next((t for t, _ in merged if t.memory_id == target.memory_id), target)
         merge_into(mem, target, record)
-        if not any(target is o for o in new):
-            merged.append((target, record))
-        mem._replaced[id(record)] = target
-    return new, merged
+        merged.append((target, record))
+    return merged
+
+
+def _keyed(record: MemoryRecord) -> bool:
+    """A memory written under an external key is replaced by key, never merged by likeness."""
+    return record.key is not None
 
 
 def merge_into(

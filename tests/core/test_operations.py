@@ -88,12 +88,28 @@ def test_window_survives_reopen(settings, embedder) -> None:
 
 
 def test_dedupe_bumps_frequency_instead_of_adding(memory: Memory) -> None:
-    a = memory.save_memory("I am allergic to shellfish.", user_id="u1")
-    b = memory.save_memory("I am allergic to shellfish!", user_id="u1")
+    a = memory.save_memory("I am allergic to shellfish.", user_id="u1", wait=True)
+    b = memory.save_memory("I am allergic to shellfish!", user_id="u1", wait=True)
     assert b.memory_id == a.memory_id and b.frequency == 2
     assert len(memory.list_memories(user_id="u1")) == 1
-    other_user = memory.save_memory("I am allergic to shellfish.", user_id="u2")
+    other_user = memory.save_memory("I am allergic to shellfish.", user_id="u2", wait=True)
     assert other_user.memory_id != a.memory_id  # dedupe never crosses users
+
+
+def test_a_duplicate_acknowledged_before_indexing_is_merged_into_the_older(memory: Memory) -> None:
+    first = memory.save_memory("My locker code at the gym is 4417.", user_id="u1")
+    again = memory.save_memories(["My locker code at the gym is 4417!", "My locker code at the gym is 4417."],
+                                 user_id="u1")
+    assert again[0].memory_id != first.memory_id and again[0].frequency == 1  # acknowledged as written
+    memory.flush()
+    assert [r.memory_id for r in memory.list_memories(user_id="u1")] == [first.memory_id]
+    assert memory.get_memory(first.memory_id, user_id="u1").frequency == 3
+    for r in again:  # retired, pointing at the memory they were merged into, and audited
+        retired = memory.get_memory(r.memory_id, user_id="u1")
+        assert retired.status is Status.DELETED and retired.superseded_by == first.memory_id
+        assert [e["action"] for e in memory.history(r.memory_id, user_id="u1")] == ["save", "merged"]
+    assert [e["action"] for e in memory.history(first.memory_id, user_id="u1")] == ["save", "dedupe", "dedupe"]
+    assert memory.stats().pending == 0
 
 
 def test_batch_save_is_one_transaction(memory: Memory) -> None:

@@ -57,7 +57,7 @@ def test_export_import_round_trip_gives_same_search(tmp_path, embedder) -> None:
 
 def test_import_without_vectors_recomputes_them(tmp_path, embedder) -> None:
     with Memory(settings=Settings(path=str(tmp_path / "a")), embedder=embedder) as src:
-        rec = src.save_memory(FACTS[0], user_id="lena")
+        rec = src.save_memory(FACTS[0], user_id="lena", wait=True)
         buf = io.StringIO()
         src.export(buf, include_embeddings=False)
     with Memory(settings=Settings(path=str(tmp_path / "b")), embedder=embedder) as dst:

@@ -78,10 +78,10 @@ def test_low_trust_is_pending_and_out_of_search_until_an_independent_second_sigh
     assert first.memory_id not in memory.index.ids()
     assert first.memory_id not in [h.memory_id for h in memory.search_memory("museum Ghent Sunday", user_id="u1")]
 
-    again = memory.save_memory(text, user_id="u1", source="web", session_id="crawl-1")  # same session, same source
+    again = memory.save_memory(text, user_id="u1", source="web", session_id="crawl-1", wait=True)  # same session, same source
     assert again.memory_id == first.memory_id and again.status is Status.PENDING and again.frequency == 2
 
-    other = memory.save_memory(text, user_id="u1", source="web", session_id="crawl-2")  # another session
+    other = memory.save_memory(text, user_id="u1", source="web", session_id="crawl-2", wait=True)  # another one
     assert other.memory_id == first.memory_id and other.status is Status.ACTIVE and other.frequency == 3
     assert len(memory.list_memories(user_id="u1", filters={"statuses": ["active", "pending"]})) == 1
     hit = memory.search_memory("museum Ghent Sunday", user_id="u1")[0]
@@ -103,14 +103,14 @@ def test_confirm_memory_activates_pending_and_refuses_quarantined(memory: Memory
 
 def test_low_trust_repeat_of_an_active_memory_merges_into_it(memory: Memory) -> None:
     known = memory.save_memory("Our office moved to 12 Harbour Street.", user_id="u1")
-    seen = memory.save_memory("Our office moved to 12 Harbour Street.", user_id="u1", source="web")
+    seen = memory.save_memory("Our office moved to 12 Harbour Street.", user_id="u1", source="web", wait=True)
     assert seen.memory_id == known.memory_id and seen.frequency == 2 and seen.status is Status.ACTIVE
 
 
 def test_a_more_trusted_repeat_raises_the_trust_of_the_merged_memory(memory: Memory) -> None:
     web = memory.save_memory("The night train to Vienna leaves platform 4 at 22:10.", user_id="u1", source="web")
     tool = memory.save_memory("The night train to Vienna leaves from platform 4 at 22:10.", user_id="u1",
-                              source="tool", session_id="timetable")
+                              source="tool", session_id="timetable", wait=True)
     assert tool.memory_id == web.memory_id and tool.status is Status.ACTIVE
     stored = memory.get_memory(web.memory_id, user_id="u1")
     assert stored.trust is Trust.HIGH and stored.frequency == 2
@@ -138,22 +138,24 @@ def test_the_same_fact_from_web_and_tool_recalls_the_tool_one(tmp_path, embedder
 )
 def test_contradicting_a_high_trust_memory_goes_pending(memory: Memory, known: str, claim: str) -> None:
     high = memory.save_memory(known, user_id="u1", source="tool")
-    new = memory.save_memory(claim, user_id="u1", source="user")
+    new = memory.save_memory(claim, user_id="u1", source="user", wait=True)
     assert new.status is Status.PENDING, new.metadata
     assert new.metadata["trust"]["contradicts"] == [high.memory_id]
     assert memory.get_memory(high.memory_id, user_id="u1").status is Status.ACTIVE
     ids = [h.memory_id for h in memory.search_memory(claim, user_id="u1", top_k=5)]
     assert high.memory_id in ids and new.memory_id not in ids
     # a repeat does not confirm a contradiction; a person does
-    again = memory.save_memory(claim, user_id="u1", source="user", session_id="other")
+    again = memory.save_memory(claim, user_id="u1", source="user", session_id="other", wait=True)
     assert again.memory_id == new.memory_id and again.status is Status.PENDING
     assert memory.confirm_memory(new.memory_id, user_id="u1").status is Status.ACTIVE
 
 
 def test_related_but_compatible_or_high_trust_updates_stay_active(memory: Memory) -> None:
     memory.save_memory("The user is allergic to peanuts.", user_id="u1", source="tool")
-    assert memory.save_memory("The user likes peanut butter cookies from the bakery.", user_id="u1").status is Status.ACTIVE
-    assert memory.save_memory("The user is not allergic to peanuts.", user_id="u1", source="system").status is Status.ACTIVE
+    assert memory.save_memory("The user likes peanut butter cookies from the bakery.", user_id="u1",
+                              wait=True).status is Status.ACTIVE
+    assert memory.save_memory("The user is not allergic to peanuts.", user_id="u1", source="system",
+                              wait=True).status is Status.ACTIVE
 
 
 def test_contradiction_rule_on_hand_made_records() -> None:

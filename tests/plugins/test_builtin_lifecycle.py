@@ -90,8 +90,8 @@ def test_dedupe_threshold_just_below_and_above(tmp_path, cosine: float, merged: 
     a, b = "The parcel goes to the back door.", "The parcel goes to the back door!"
     emb = FixedEmbedder({a: np.array([1.0, 0, 0, 0]), b: _at_cosine(cosine)})
     with Memory(settings=Settings(path=str(tmp_path / "d")), embedder=emb) as mem:
-        first = mem.save_memory(a, user_id="u")
-        second = mem.save_memory(b, user_id="u")
+        first = mem.save_memory(a, user_id="u", wait=True)
+        second = mem.save_memory(b, user_id="u", wait=True)
         assert (second.memory_id == first.memory_id) is merged
         assert len(mem.list_memories(user_id="u")) == (1 if merged else 2)
 

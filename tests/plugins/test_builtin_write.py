@@ -87,7 +87,7 @@ def test_capture_routes_by_stress_and_second_sighting(memory: Memory) -> None:
     assert [r.type for r in stressed] == [MemoryType.SEMANTIC]
     first = memory.add_turn("I really prefer window seats.", "Noted.", user_id="u")
     assert [r.type for r in first] == [MemoryType.WORKING]  # seen once: a candidate only
-    again = memory.add_turn("I really prefer window seats!", "Sure.", user_id="u", session_id="other")
+    again = memory.add_turn("I really prefer window seats!", "Sure.", user_id="u", session_id="other", wait=True)
     assert again[0].memory_id == first[0].memory_id
     assert again[0].type is MemoryType.SEMANTIC and again[0].frequency == 2
     assert again[0].half_life_days == memory.settings.half_lives["preference"]

@@ -1,0 +1,466 @@
+"""The background indexer: a write is durable when it returns; embedding, trust review, dedupe and the
+vector index follow in batches from the store's outbox (``memories.indexed``).
+
+A saved row is committed with ``indexed = REVIEW`` (keyword-searchable at once). The indexer embeds a
+batch outside the Memory lock, then under it reviews the batch against the index (trust rules,
+``portamem.trust``; a duplicate is merged into the older record, whose frequency it bumps, and the
+newer row is retired with ``superseded_by`` pointing at the older), writes the vector index and, in
+one transaction, the vectors, the decisions, their audit rows and ``indexed = 1``. The index is
+written before that commit, so a crash in between only repeats the batch: rows of the batch are never
+each other's neighbours, so a replay decides the same. Reopening a store drains what a crash left.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import IndexingTimeoutError
+from .records import MemoryRecord, Status, utcnow
+from .store import REVIEW
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+__all__ = ["Indexer", "IndexStats", "settle", "index_now", "reconcile", "repair", "reindex"]
+
+log = logging.getLogger(__name__)
+
+Scope = tuple[str, str]
+#: texts embedded per call: a query waiting for the embedder waits for at most one such chunk
+_EMBED_CHUNK = 16
+#: seconds of history behind ``IndexStats.indexed_per_s``
+_RATE_WINDOW = 60.0
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """How far the vector index is behind the committed records (``Memory.stats``)."""
+
+    #: rows in the outbox: committed, not yet reflected by the vector index
+    pending: int
+    #: seconds since the oldest of them was committed (or found at open); 0 when none
+    oldest_pending_s: float
+    #: rows the indexer settled per second over the last minute
+    indexed_per_s: float
+    #: rows settled since this Memory opened
+    indexed_total: int
+    #: the last batch's failure, until a batch succeeds (the rows stay queued and are retried)
+    last_error: str | None
+
+
+class Indexer:
+    """One daemon thread per Memory that drains the outbox; writers ``enqueue``, readers ``wait_*``."""
+
+    def __init__(self, mem: Memory, *, batch: int, poll_s: float = 1.0) -> None:
+        self._mem = mem
+        self._batch = max(1, batch)
+        self._poll = poll_s
+        self._cond = threading.Condition()
+        self._pending: dict[str, tuple[Scope, float]] = {}
+        self._by_scope: dict[Scope, set[str]] = {}
+        self._wake = True
+        self._stop = False
+        self._requested = 0
+        self._drained = -1
+        self._done: deque[tuple[float, int]] = deque()
+        self._total = 0
+        self._error: str | None = None
+        self._thread = threading.Thread(target=self._run, name="portamem-indexer", daemon=True)
+
+    # ------------------------------------------------------------------ control
+    def start(self) -> None:
+        now = time.monotonic()
+        with self._cond:
+            for memory_id, tenant_id, user_id in self._mem.store.outbox_keys():
+                self._track(memory_id, (tenant_id, user_id), now)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the batch in hand; what is still queued stays in the outbox for the next open."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def enqueue(self, records: Iterable[MemoryRecord]) -> None:
+        """Note rows about to be committed (before the commit, so that the thread cannot settle a row
+        before it is noted) and wake the thread; ``forget`` them if the commit fails."""
+        now = time.monotonic()
+        with self._cond:
+            for r in records:
+                self._track(r.memory_id, (r.tenant_id, r.user_id), now)
+            self._wake = True
+            self._cond.notify_all()
+
+    def forget(self, memory_ids: Iterable[str]) -> None:
+        with self._cond:
+            self._settled(memory_ids)
+            self._cond.notify_all()
+
+    def _track(self, memory_id: str, scope: Scope, at: float) -> None:
+        if memory_id not in self._pending:
+            self._pending[memory_id] = (scope, at)
+            self._by_scope.setdefault(scope, set()).add(memory_id)
+
+    def _settled(self, memory_ids: Iterable[str]) -> None:
+        for memory_id in memory_ids:
+            entry = self._pending.pop(memory_id, None)
+            if entry is not None:
+                ids = self._by_scope.get(entry[0])
+                if ids is not None:
+                    ids.discard(memory_id)
+                    if not ids:
+                        del self._by_scope[entry[0]]
+
+    # ------------------------------------------------------------------ waiting
+    def wait_ids(self, memory_ids: Sequence[str], timeout: float | None) -> None:
+        """Block until these rows are indexed; ``IndexingTimeoutError`` after ``timeout`` seconds."""
+        with self._cond:
+            if not self._thread.is_alive():
+                raise IndexingTimeoutError("the indexer is not running (the Memory is closed)")
+            self._wake = True
+            self._cond.notify_all()
+            if not self._cond.wait_for(lambda: self._stop or not any(m in self._pending for m in memory_ids),
+                                       timeout):
+                raise IndexingTimeoutError(self._behind(timeout))
+
+    def wait_scope(self, scope: Scope, timeout: float) -> bool:
+        """Wait (at most ``timeout``) until none of one user's rows is queued; False if some still are.
+
+        A failing indexer is not waited for: the search goes on with what the index holds.
+        """
+        with self._cond:
+            if scope not in self._by_scope or self._error is not None:
+                return scope not in self._by_scope
+            return self._cond.wait_for(lambda: self._stop or self._error is not None or scope not in self._by_scope,
+                                       timeout) and scope not in self._by_scope
+
+    def flush(self, timeout: float | None) -> None:
+        """Block until everything committed before this call is indexed (the outbox drained once)."""
+        with self._cond:
+            if self._stop or not self._thread.is_alive():
+                return
+            self._requested += 1
+            target = self._requested
+            self._wake = True
+            self._cond.notify_all()
+            if not self._cond.wait_for(lambda: self._stop or self._drained >= target, timeout):
+                raise IndexingTimeoutError(self._behind(timeout))
+
+    def _behind(self, timeout: float | None) -> str:
+        why = f"; last error: {self._error}" if self._error else ""
+        return (f"the vector index is still {len(self._pending)} records behind after {timeout} s{why} "
+                "(the records are stored and keyword-searchable; the indexer keeps going)")
+
+    def stats(self) -> IndexStats:
+        now = time.monotonic()
+        with self._cond:
+            while self._done and self._done[0][0] < now - _RATE_WINDOW:
+                self._done.popleft()
+            oldest = min((at for _, at in self._pending.values()), default=now)
+            span = min(_RATE_WINDOW, now - self._done[0][0]) if self._done else 0.0
+            rate = sum(n for _, n in self._done) / span if span > 0 else 0.0
+            return IndexStats(pending=len(self._pending), oldest_pending_s=now - oldest, indexed_per_s=rate,
+                              indexed_total=self._total, last_error=self._error)
+
+    # ------------------------------------------------------------------ the thread
+    def _run(self) -> None:
+        try:
+            self._mem._repair_index()
+        except Exception as exc:  # the outbox still drains; the next open tries again
+            log.exception("vector index repair failed")
+            self._error = f"repair: {exc}"
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stop or self._wake, self._poll)
+                if self._stop:
+                    return
+                self._wake = False
+                round_id = self._requested
+            try:
+                after = 0
+                while not self._stop:
+                    rows = self._mem.store.outbox(self._batch, after=after)
+                    if not rows:
+                        break
+                    after = rows[-1][0]
+                    done = self._process(rows)
+                    with self._cond:
+                        self._settled(done)
+                        self._done.append((time.monotonic(), len(done)))
+                        self._total += len(done)
+                        self._error = None
+                        self._cond.notify_all()
+                else:
+                    return
+            except Exception as exc:  # the rows stay queued: retried on the next round
+                log.exception("background indexing failed; the records are stored and will be retried")
+                with self._cond:
+                    self._error = f"{type(exc).__name__}: {exc}"
+                    self._cond.notify_all()
+                    self._cond.wait_for(lambda: self._stop, self._poll)
+                    self._wake = True
+                continue
+            with self._cond:
+                self._drained = max(self._drained, round_id)
+                noted = list(self._pending)
+            # rows another process's indexer settled on a shared store leave the queue by their state
+            done = self._mem.store.indexed_ids(noted) if noted else set()
+            with self._cond:
+                self._settled(done)
+                self._cond.notify_all()
+
+    def _process(self, rows: Sequence[tuple[int, int, MemoryRecord]]) -> list[str]:
+        """Embed, review, index and commit one batch; returns the ids settled."""
+        mem = self._mem
+        todo = [r for _, _, r in rows if _needs_vector(mem, r)]
+        vectors: dict[str, tuple[str, Any]] = {}
+        for lo in range(0, len(todo), _EMBED_CHUNK):  # outside the lock: writers and readers go on
+            chunk = todo[lo:lo + _EMBED_CHUNK]
+            for r, v in zip(chunk, mem._embed([r.content for r in chunk])):
+                vectors[r.memory_id] = (r.content, v)
+        with mem._lock:
+            current = mem.store.outbox(len(rows), pks=[pk for pk, _, _ in rows])
+            if not current:  # indexed meanwhile by a synchronous change
+                return [r.memory_id for _, _, r in rows]
+            records = [r for _, _, r in current]
+            stale = []
+            for r in records:
+                if _needs_vector(mem, r):
+                    got = vectors.get(r.memory_id)
+                    if got is not None and got[0] == r.content:
+                        _attach(mem, r, got[1])
+                    else:  # changed while we embedded
+                        stale.append(r)
+            if stale:
+                for r, v in zip(stale, mem._embed([r.content for r in stale])):
+                    _attach(mem, r, v)
+            embedded = [r for r in records if r.memory_id in vectors or any(r is s for s in stale)]
+            review = [r for _, state, r in current if state == REVIEW]
+            outcome = settle(mem, review)
+            touched = {r.memory_id: r for r in records}
+            touched.update((r.memory_id, r) for r in outcome.changed)
+            upsert = [r for r in touched.values() if r.status is Status.ACTIVE]
+            gone = [m for m, r in touched.items() if r.status is not Status.ACTIVE]
+            if upsert:
+                mem.index.upsert(upsert)
+            if gone:
+                mem.index.delete(gone)
+            with mem.store.transaction() as conn:
+                mem.store.set_embeddings(conn, embedded)
+                outcome.write(mem, conn)
+                mem.store.mark_indexed(list(touched), conn)
+            mem.vectors.apply(upsert, [touched[m] for m in gone])
+        return [r.memory_id for _, _, r in rows]
+
+
+def _needs_vector(mem: Memory, record: MemoryRecord) -> bool:
+    return record.status not in (Status.DELETED, Status.QUARANTINED) and (
+        record.embedding is None or record.embedding_model != mem.embedder.name)
+
+
+def _attach(mem: Memory, record: MemoryRecord, vector: Any) -> None:
+    record.embedding = [float(x) for x in vector]
+    record.embedding_model = mem.embedder.name
+    record.embedding_version = mem.embedder.version
+
+
+@dataclass
+class Outcome:
+    """What reviewing a batch decided: records whose fields changed, and rows retired into others."""
+
+    reviewed: list[MemoryRecord]
+    confirmations: list[Any]
+    merges: list[tuple[MemoryRecord, MemoryRecord]]
+
+    @property
+    def changed(self) -> list[MemoryRecord]:
+        return [*self.reviewed, *(c.pending for c in self.confirmations), *(t for t, _ in self.merges)]
+
+    def write(self, mem: Memory, conn: Any) -> None:
+        from . import trust
+
+        now = utcnow()
+        for r in self.reviewed:  # statuses the review set (pending by trust), or a merge retired
+            mem.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value, metadata=r.metadata,
+                                    superseded_by=r.superseded_by, deleted_at=_ts(r.deleted_at))
+        trust.apply_confirmations(mem, conn, self.confirmations)
+        for target, duplicate in self.merges:
+            mem.store.update_fields(
+                conn, [target.memory_id], reindex=False,
+                frequency=target.frequency, importance=target.importance,
+                importance_band=target.importance_band, type=target.type.value,
+                kind=target.kind, half_life_days=target.half_life_days, trust=target.trust.value,
+                updated_at=target.updated_at.timestamp(), metadata=target.metadata,
+            )
+        retired = [(c.pending, c.by) for c in self.confirmations] + self.merges
+        mem.store.audit_many(
+            conn,
+            [{"action": "dedupe", "tenant_id": t.tenant_id, "user_id": t.user_id, "memory_id": t.memory_id,
+              "detail": {"frequency": t.frequency, "session_id": d.session_id, "source": d.source.value,
+                         "duplicate": d.memory_id}} for t, d in self.merges]
+            + [{"action": "merged", "tenant_id": d.tenant_id, "user_id": d.user_id, "memory_id": d.memory_id,
+                "detail": {"into": t.memory_id, "at": now.isoformat()}} for t, d in retired],
+        )
+
+
+def _ts(value: Any) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _with_earlier(records: Sequence[MemoryRecord], near: dict[str, list[Any]], k: int) -> dict[str, list[Any]]:
+    """Add each record's earlier rows of the same batch and user to its stored neighbours: two saves
+    in a row meet in one batch, and the second must see the first as the index would have."""
+    import numpy as np
+
+    from .vectors import VectorHit
+
+    by_scope: dict[Scope, list[MemoryRecord]] = {}
+    for r in records:
+        by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
+    out = dict(near)
+    for group in by_scope.values():
+        if len(group) < 2:
+            continue
+        mat = np.asarray([r.embedding for r in group], dtype=np.float32)
+        sims = mat @ mat.T
+        for i, r in enumerate(group[1:], 1):
+            earlier = [VectorHit(group[j].memory_id, float(sims[i, j])) for j in range(i)]
+            out[r.memory_id] = sorted(out.get(r.memory_id, []) + earlier, key=lambda h: -h.score)[:k]
+    return out
+
+
+def settle(mem: Memory, records: Sequence[MemoryRecord]) -> Outcome:
+    """Trust review and dedupe of newly committed rows (embeddings attached) against the index.
+
+    A row that repeats a stored PENDING memory, or duplicates an older memory, is retired into it
+    (status deleted, ``superseded_by`` the older id); the older one counts the sighting.
+    """
+    from . import trust
+    from .writing import dedupe, unhold
+
+    if not records:
+        return Outcome([], [], [])
+    for r in records:
+        unhold(r)
+    batch = {r.memory_id for r in records}
+    active = [r for r in records if r.status is Status.ACTIVE]
+    near = mem.vectors.nearest(active, k=trust.NEIGHBOURS, exclude=batch) if active else {}
+    near = _with_earlier(active, near, trust.NEIGHBOURS)
+    confirmations = trust.review(mem, records, near)
+    retired = {c.by.memory_id for c in confirmations}
+    merges: list[tuple[MemoryRecord, MemoryRecord]] = []
+    by_scope: dict[Scope, list[MemoryRecord]] = {}
+    for r in records:
+        if r.memory_id not in retired:
+            by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
+    for group in by_scope.values():
+        merges.extend(dedupe(mem, group, near, batch={r.memory_id: r for r in records}))
+    now = utcnow()
+    for target, duplicate in [(c.pending, c.by) for c in confirmations] + merges:
+        duplicate.status = Status.DELETED
+        duplicate.superseded_by = target.memory_id
+        duplicate.deleted_at = now
+    return Outcome(list(records), confirmations, merges)
+
+
+# ---------------------------------------------------------------------- synchronous upkeep
+def index_now(mem: Memory, records: Sequence[MemoryRecord], deleted: Sequence[str] = ()) -> None:
+    """Bring the index in line after a committed change made under the Memory lock (refresh, forget,
+    update, restore, import); rows without a vector of this model are left to the background indexer.
+    A failure here is logged: the rows stay in the outbox and the indexer retries them."""
+    ready = [r for r in records if r.status is not Status.ACTIVE or not _needs_vector(mem, r)]
+    later = [r for r in records if r not in ready]
+    try:
+        active = [r for r in ready if r.status is Status.ACTIVE]
+        gone = list(deleted) + [r.memory_id for r in ready if r.status is not Status.ACTIVE]
+        if active:
+            mem.index.upsert(active)
+        if gone:
+            mem.index.delete(gone)
+        mem.store.mark_indexed([r.memory_id for r in ready] + list(deleted))
+    except Exception:
+        log.exception("vector index update failed; the records are safe and the indexer retries them")
+        later = list(records)
+    else:
+        mem.vectors.apply(active, [r for r in ready if r.status is not Status.ACTIVE])
+        if deleted:
+            mem.vectors.forget(set(deleted))
+    if later:
+        mem.indexer.enqueue(later)
+
+
+def reconcile(mem: Memory, progress: Any = None) -> None:
+    """On open: reindex when the embedder changed (or refuse); the outbox drains in the background."""
+    from .errors import EmbeddingModelMismatchError
+
+    recorded = mem.store.get_meta("embedder")
+    if recorded is not None and recorded != mem.embedder.name:
+        if not mem.settings.auto_reindex:
+            raise EmbeddingModelMismatchError(
+                f"this store was indexed with {recorded!r} but the embedder is {mem.embedder.name!r}; "
+                "run `portamem reindex` or set auto_reindex"
+            )
+        log.warning("embedder changed from %s to %s: reindexing", recorded, mem.embedder.name)
+        reindex(mem, progress=progress)
+        return
+    with mem.store.transaction() as conn:
+        mem.store.set_meta(conn, "embedder", mem.embedder.name)
+
+
+def repair(mem: Memory) -> None:
+    """Make the index hold exactly the settled active rows when its count says it may not (a lost or
+    older index directory, a crash between an index write and its commit). Runs in the indexer."""
+    from .filters import SearchFilters
+
+    with mem._lock:
+        if mem.index.count() == mem.store.count(filters=SearchFilters()) and not mem.store.outbox_size():
+            return
+        log.warning("vector index disagrees with the records; repairing")
+        have = mem.index.ids()
+        mem.index.delete(have - mem.store.all_active_ids())
+        for records in mem.store.iter_vectors():
+            todo = [r for r in records if r.memory_id not in have]
+            if todo:
+                mem._attach_embeddings(todo)
+                mem.index.upsert(todo)
+        mem.index.flush()
+        mem.vectors.clear()
+
+
+def reindex(mem: Memory, *, progress: Any = None) -> int:
+    """Rebuild the vector index from the records (re-embedding any vector of another model); rows
+    still queued for review are left to the indexer."""
+    from .filters import SearchFilters
+
+    from .validation import SafeProgress
+
+    with mem._lock:
+        total = mem.store.count(filters=SearchFilters())
+        bar = SafeProgress(progress, total, "reindex")  # a failing factory fails before the index is dropped
+        mem.index.drop()
+        mem.vectors.clear()
+        done: list[str] = []
+        for records in mem.store.iter_vectors(batch=256):
+            stale = [r for r in records if r.embedding is None or r.embedding_model != mem.embedder.name]
+            if stale:
+                mem._attach_embeddings(stale)
+                with mem.store.transaction() as conn:
+                    mem.store.set_embeddings(conn, stale)
+            mem.index.upsert(records)
+            done.extend(r.memory_id for r in records)
+            bar.update(len(records))
+        bar.close()
+        with mem.store.transaction() as conn:
+            mem.store.set_meta(conn, "embedder", mem.embedder.name)
+            mem.store.audit(conn, "reindex", tenant_id=mem.tenant_id, user_id=None, detail={"records": len(done)})
+            mem.store.mark_indexed(done, conn)
+        mem.index.flush()
+        return len(done)

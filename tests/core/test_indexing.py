@@ -1,0 +1,120 @@
+"""Durable writes with background indexing: what a save acknowledges at once, what the indexer adds,
+the group commit of many users' saves, read-your-writes, the lag figures and the query cache."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from portamem import Memory, Settings, Status
+from portamem.errors import IndexingTimeoutError, ValidationError
+from portamem.writing import SaveRequest
+
+
+class GatedEmbedder:
+    """The real embedder, with passage embedding held until ``gate`` is set (the indexer falls behind)."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001
+        self.inner = inner
+        self.name, self.version, self.dim = inner.name, inner.version, inner.dim
+        self.gate = threading.Event()
+        self.calls: list[tuple[str, int]] = []
+
+    def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
+        self.calls.append((kind, len(texts)))
+        if kind == "passage":
+            self.gate.wait()
+        return self.inner.embed(texts, kind=kind)
+
+
+@pytest.fixture
+def gated(tmp_path, embedder):  # noqa: ANN001, ANN201
+    emb = GatedEmbedder(embedder)
+    mem = Memory(settings=Settings(path=str(tmp_path / "s"), search_wait_s=0.0, index_wait_s=5.0), embedder=emb)
+    yield mem, emb
+    emb.gate.set()
+    mem.close()
+
+
+def test_a_save_is_committed_and_keyword_searchable_before_it_is_embedded(gated) -> None:  # noqa: ANN001
+    mem, emb = gated
+    rec = mem.save_memory("The spare key is under the blue flower pot.", user_id="u")
+    assert rec.embedding is None and mem.get_memory(rec.memory_id, user_id="u").status is Status.ACTIVE
+    hits = mem.search_memory("spare key flower pot", user_id="u", sources=["keyword"], weights={"keyword": 1.0})
+    assert [h.memory_id for h in hits] == [rec.memory_id]
+    stats = mem.stats()
+    assert stats.pending == 1 and stats.oldest_pending_s > 0 and mem.store.outbox_size() == 1
+    assert rec.memory_id not in mem.index.ids()
+    emb.gate.set()
+    mem.flush()
+    assert rec.memory_id in mem.index.ids() and mem.get_memory(rec.memory_id, user_id="u").embedding is not None
+    after = mem.stats()
+    assert after.pending == 0 and after.indexed_total == 1 and after.indexed_per_s > 0
+
+
+def test_wait_true_times_out_with_a_typed_error_and_the_record_kept(gated) -> None:  # noqa: ANN001
+    mem, emb = gated
+    mem.settings = mem.settings.replace(index_wait_s=0.3)
+    with pytest.raises(IndexingTimeoutError):
+        mem.save_memory("The bins go out on Thursday evening.", user_id="u", wait=True)
+    assert len(mem.list_memories(user_id="u")) == 1
+    with pytest.raises(IndexingTimeoutError):
+        mem.flush(timeout=0.2)
+    emb.gate.set()
+    mem.flush()
+    assert mem.stats().pending == 0
+
+
+def test_a_search_waits_for_the_users_queued_writes(memory: Memory) -> None:
+    saved = memory.save_memories([f"Flight LH{400 + i} to Lisbon boards at gate B{i}." for i in range(6)]
+                                 + ["My dentist appointment moved to Friday at noon."], user_id="u")
+    hits = memory.search_memory("When do I see the dentist?", user_id="u", top_k=1,
+                                sources=["vector"], weights={"vector": 1.0})
+    assert hits[0].memory_id == saved[-1].memory_id  # found by meaning, right after the save
+    assert memory.stats().pending == 0
+
+
+def test_save_many_commits_many_users_at_once_and_refuses_bad_requests_alone(memory: Memory) -> None:
+    commits = []
+    real = memory.store.transaction
+
+    def counting():  # noqa: ANN202
+        commits.append(1)
+        return real()
+
+    memory.store.transaction = counting  # type: ignore[method-assign]
+    try:
+        results = memory.save_many([
+            SaveRequest("ana", ["Ana's library card expires in March.", "Ana takes the 7:40 bus."]),
+            SaveRequest("ben", ["Ben's bike lock code is 3391."], tenant_id="acme"),
+            SaveRequest("", ["no user"]),
+            SaveRequest("ana", [{"content": "x", "importance": 7}]),
+            SaveRequest("chen", ["陈先生对花生过敏。"]),
+        ])
+    finally:
+        memory.store.transaction = real  # type: ignore[method-assign]
+    assert len(commits) == 1  # one transaction for every valid request
+    assert [r.ok for r in results] == [True, True, False, False, True]
+    assert all(isinstance(r.error, ValidationError) for r in results if not r.ok)
+    assert [len(r.records) for r in results] == [2, 1, 0, 0, 1]
+    memory.flush()
+    assert [r.content for r in memory.list_memories(user_id="ana")] == [
+        "Ana's library card expires in March.", "Ana takes the 7:40 bus."]
+    assert memory.list_memories(user_id="ben") == []  # another tenant
+    assert len(memory.list_memories(user_id="ben", tenant_id="acme")) == 1
+    hit = memory.search_memory("花生", user_id="chen")[0]
+    assert hit.memory_id == results[4].records[0].memory_id and hit.record.embedding is not None
+    with pytest.raises(ValidationError):
+        memory.save_many("ana")  # type: ignore[arg-type]
+
+
+def test_a_repeated_query_is_embedded_once(tmp_path, embedder) -> None:  # noqa: ANN001
+    emb = GatedEmbedder(embedder)
+    emb.gate.set()
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=emb) as mem:
+        mem.save_memory("The gym closes at ten on Saturdays.", user_id="u", wait=True)
+        for _ in range(3):
+            assert mem.search_memory("When does the gym close?", user_id="u")
+        assert [c for c in emb.calls if c[0] == "query"] == [("query", 1)]
