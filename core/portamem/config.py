@@ -106,7 +106,7 @@ class Settings:
     index_batch: int = 64
     #: a vector search first waits at most this long for the user's queued writes to reach the
     #: index (read-your-writes for a save followed by a search); keyword search sees them at once
-    search_wait_s: float = 2.0
+    search_wait_s: float = 10.0
     #: how long ``save_memory(wait=True)`` waits for the indexer before ``IndexingTimeoutError``
     index_wait_s: float = 300.0
     #: memory for the per-user read replica of the vector index (float32 matrices, least recently

@@ -132,15 +132,20 @@ class Indexer:
                 raise IndexingTimeoutError(self._behind(timeout))
 
     def wait_scope(self, scope: Scope, timeout: float) -> bool:
-        """Wait (at most ``timeout``) until none of one user's rows is queued; False if some still are.
+        """Wait (at most ``timeout``) until the rows of one user queued now are indexed (not the ones
+        queued meanwhile: a user who keeps writing does not hold a search up); False if some still wait.
 
         A failing indexer is not waited for: the search goes on with what the index holds.
         """
         with self._cond:
-            if scope not in self._by_scope or self._error is not None:
-                return scope not in self._by_scope
-            return self._cond.wait_for(lambda: self._stop or self._error is not None or scope not in self._by_scope,
-                                       timeout) and scope not in self._by_scope
+            queued = set(self._by_scope.get(scope, ()))
+            if not queued or self._error is not None:
+                return not queued
+            self._wake = True
+            self._cond.notify_all()
+            return self._cond.wait_for(
+                lambda: self._stop or self._error is not None or not any(m in self._pending for m in queued), timeout
+            ) and not any(m in self._pending for m in queued)
 
     def flush(self, timeout: float | None) -> None:
         """Block until everything committed before this call is indexed (the outbox drained once)."""

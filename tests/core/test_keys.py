@@ -33,8 +33,8 @@ def test_seven_namespaces_with_one_text_stay_seven(memory: Memory) -> None:
 
 def test_unkeyed_duplicates_still_merge_but_never_into_a_keyed_memory(memory: Memory) -> None:
     keyed = memory.save_memory("Alice drinks jasmine green tea every morning.", user_id="u", key="tea")
-    first = memory.save_memory("Alice drinks jasmine green tea every morning.", user_id="u")
-    again = memory.save_memory("Alice drinks jasmine green tea every morning.", user_id="u")
+    first = memory.save_memory("Alice drinks jasmine green tea every morning.", user_id="u", wait=True)
+    again = memory.save_memory("Alice drinks jasmine green tea every morning.", user_id="u", wait=True)
     assert first.memory_id != keyed.memory_id and again.memory_id == first.memory_id
     assert memory.get_memory(first.memory_id, user_id="u").frequency == 2
     assert memory.get_by_key("tea", user_id="u").frequency == 1

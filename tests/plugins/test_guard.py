@@ -325,7 +325,7 @@ def test_a_repeat_does_not_activate_a_pending_memory_that_carries_an_instruction
     try:
         # the same words in a user's own turn pass the guard, and would count as the independent sighting
         assert judge(INSTRUCTION, Source.USER) is None
-        seen = mem.save_memory(INSTRUCTION, user_id="u1", session_id="s2")
+        seen = mem.save_memory(INSTRUCTION, user_id="u1", session_id="s2", wait=True)
         assert seen.memory_id == pending.memory_id and seen.status is Status.QUARANTINED
         assert mem.get_memory(pending.memory_id, user_id="u1").status is Status.QUARANTINED
         assert "instruction aimed at the assistant's answer" in seen.metadata["guard"]["reason"]
