@@ -211,7 +211,7 @@ def main() -> None:
         rss0 = _rss_mb()
         mem = Memory(settings=Settings(path=tmp, embedder=args.embedder), embedder=embedder)
         t = time.perf_counter()
-        evidence = fill(mem, mine, vectors[:args.n], "bench")
+        store_ids, evidence = fill(mem, mine, vectors[:args.n], "bench")
         fill_s = time.perf_counter() - t
         for u in range(args.users):  # other users share the collection, as in production
             fill(mem, others[u * 50:(u + 1) * 50], vectors[args.n + u * 50:args.n + (u + 1) * 50], f"other{u}")
@@ -223,9 +223,7 @@ def main() -> None:
         questions = [(q, [evidence[f"{c.sample_id}/{e}"] for e in q.evidence if f"{c.sample_id}/{e}" in evidence])
                      for c in convs for q in c.questions]
         questions = [(q, ev) for q, ev in questions if ev][: args.queries]
-        ids = [evidence.get(r[2]) if r[3] == 0 else None for r in mine]
-        store_ids = [r.memory_id for r in mem.store.list(mem.tenant_id, "bench")]
-        matrix = np.stack([np.asarray(r.embedding, dtype=np.float32) for r in mem.store.list(mem.tenant_id, "bench")])
+        matrix = vectors[:args.n]  # the same vectors the store holds
         mem.search_memory("warm up", user_id="bench")  # loads the read replica
         gc.collect()
         rss_searched = _rss_mb()
@@ -248,8 +246,7 @@ def main() -> None:
                     (f"search p99 at {args.n:,} (ms)", _pct(lat, 0.99), "numpy brute force + embed", _pct(base, 0.99)),
                     (f"Recall@5, {nq} planted questions", found / nq, "numpy brute force (vector only)",
                      found_base / nq)]
-        retriever = None if args.no_langchain else ensemble([r.content for r in mem.store.list(mem.tenant_id, "bench")],
-                                                           store_ids, matrix, embedder)
+        retriever = None if args.no_langchain else ensemble([r[0] for r in mine], store_ids, matrix, embedder)
         if retriever is not None:
             lc_lat, lc_found = [], 0
             for q, ev in questions:
@@ -262,7 +259,6 @@ def main() -> None:
                         (f"search p99 at {args.n:,} (ms)", _pct(lat, 0.99), "LangChain EnsembleRetriever",
                          _pct(lc_lat, 0.99)),
                         (f"Recall@5, {nq} planted questions", found / nq, "LangChain EnsembleRetriever", lc_found / nq)]
-        del ids
 
         # ---- acknowledged single saves (the indexer embeds behind them)
         save_lat, emb_lat = [], []

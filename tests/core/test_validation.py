@@ -155,7 +155,7 @@ class _Bar:
 
 
 def test_reindex_checks_its_arguments_before_dropping_the_index(memory: Memory) -> None:
-    memory.save_memories(["The boiler is serviced in May.", "The car insurance renews in June."], user_id="u")
+    memory.save_memories(["The boiler is serviced in May.", "The car insurance renews in June."], user_id="u", wait=True)
     assert memory.index.count() == 2
     with pytest.raises(ValidationError):
         memory.reindex(progress="not callable")  # type: ignore[arg-type]
