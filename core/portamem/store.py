@@ -576,6 +576,10 @@ class RecordStore:
             return {r[0]: int(r[1]) for r in conn.execute(q)}
 
     # ---------------------------------------------------------------- vector-index outbox
+    def unindexed(self, limit: int = 1000, *, after: int = 0) -> list[tuple[int, MemoryRecord]]:
+        """Outbox rows (``indexed`` 0 or ``REVIEW``) in commit order from ``pk > after``."""
+        return [(pk, r) for pk, _, r in self.outbox(limit, after=after)]
+
     def outbox(self, limit: int = 1000, *, after: int = 0, pks: Sequence[int] | None = None
                ) -> list[tuple[int, int, MemoryRecord]]:
         """(pk, indexed state, record) of outbox rows in commit order, or of those of ``pks`` still queued."""

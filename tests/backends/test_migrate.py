@@ -44,6 +44,7 @@ def test_migrate_copies_everything_and_resumes(tmp_path: Path, backend: Backend,
     assert report.counts["keyword_postings"][0] > 10 and all(report.checksums_match.values())
 
     with Memory(settings=dst, embedder=embedder) as mem:  # the destination index fills from the copies
+        mem.flush()
         assert mem.index.count() == 9
         assert mem.search_memory("Where do my sister live?", user_id="ben")[0].memory_id == ids[6]
         assert mem.search_memory("乌龙茶", user_id="ana")[0].memory_id == ids[2]

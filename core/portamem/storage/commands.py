@@ -57,6 +57,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"resumed after memory {report.resumed_after}")
     if not args.no_index:
         with Memory(settings=dst) as mem:
+            mem.flush()  # the indexer fills the destination's vector index from the copies
             print(f"indexed {mem.index.count()} active memories with {mem.embedder.name}")
     return 0
 
