@@ -70,13 +70,15 @@ def _readers(mem: Memory, user: str, qvec: np.ndarray, filters: SearchFilters, k
     }
 
 
-def _assert_exact(mem: Memory, user: str, filters: SearchFilters) -> None:
+def _assert_exact(mem: Memory, user: str, filters: SearchFilters, *, read_path: bool = True) -> None:
     for query in QUERIES:
         qvec = mem.embedder.embed([query], kind="query")[0]
         expected = _brute_force(mem, user, qvec, filters, 8)
         for name, got in _readers(mem, user, qvec, filters, 8).items():
             assert [m for m, _ in got] == [m for m, _ in expected], name
             assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-4), name
+        if not read_path:
+            continue
         # and the read path's pure-vector search returns those memories (conflict marking may reorder them)
         hits = mem.search_memory(query, user_id=user, filters=filters, top_k=8,
                                  sources=["vector"], weights={"vector": 1.0})
@@ -110,7 +112,7 @@ def test_replica_stays_exact_through_writes_and_deletes(tmp_path, embedder) -> N
         mem.refresh_memory(first[1].memory_id, 0.3, user_id="ana")
         mem.update_memory(later[1].memory_id, content="My cousin from Lyon adopted a grey cat.", user_id="ana")
         for filters in FILTERS.values():
-            _assert_exact(mem, "ana", filters)
+            _assert_exact(mem, "ana", filters, read_path=False)
         assert mem.stats().pending == 0
 
 
