@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from portamem import Memory, ValidationError
+from portamem_plugins.redact import luhn_valid
 
 PHONE = "13812345678"
 CARD = "4539148803436467"
@@ -65,3 +66,12 @@ def test_query_is_redacted_before_it_is_cut_for_the_log(memory: Memory) -> None:
     memory.retrieval_log.flush()
     logged = memory.store.retrievals(memory.tenant_id, rec.memory_id)[0]["query"]
     assert len(logged) <= 500 and "1381" not in logged and PHONE[:4] not in logged
+
+
+def test_a_session_id_of_bare_digits_that_passes_luhn_is_a_timestamp_not_a_card(memory: Memory) -> None:
+    # a millisecond timestamp; its digits pass the card checksum, as one such time in ten does
+    stamp = next(str(t) for t in range(1701234567890, 1701234567990) if luhn_valid(str(t)))
+    memory.add_turn("hi", "hello", user_id="u", session_id=stamp)
+    assert memory.context(user_id="u", session_id=stamp)[0].user == "hi"
+    with pytest.raises(ValidationError):  # with separators it reads as a card number and is refused
+        memory.add_turn("hi", "hello", user_id="u", session_id=f"{stamp[:4]} {stamp[4:8]} {stamp[8:]}")
