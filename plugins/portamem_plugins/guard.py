@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from portamem import hookimpl
 from portamem.pipeline import GuardVerdict, WriteContext
-from portamem.records import MemoryRecord, Source
+from portamem.records import MemoryRecord, MemoryType, Source
 
 from . import directives
 from .injection_rules import RULES, Rule
@@ -283,5 +283,30 @@ def judge(text: str, source: Source | str = Source.USER) -> GuardVerdict | None:
 @hookimpl
 def portamem_guard(record: MemoryRecord, context: WriteContext) -> GuardVerdict | None:
     """Scan the content and the summary as written (before redaction), so encoded payloads are seen."""
-    text = record.content if not record.summary else f"{record.content}\n{record.summary}"
-    return judge(text, context.source)
+    for text in guarded_texts(record):
+        verdict = judge(text, context.source)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+#: the speaker labels of an episode's transcript ("User: ...", "Assistant: ...")
+_SPEAKER = re.compile(r"^\s*(?:user|assistant)\s*:\s*", re.I)
+
+
+def guarded_texts(record: MemoryRecord) -> list[str]:
+    """The texts one write is judged by.
+
+    An episode written from working-window turns is the memory's own transcript of them: each
+    speaker's words are judged as they were said, one by one, and each line of the episode text
+    without its speaker label, rather than the whole as one labelled Q&A block addressed to the
+    assistant (which is how injected data looks, and how every transcript would look).
+    """
+    turns = record.metadata.get("turns") if record.type is MemoryType.EPISODIC else None
+    if not (isinstance(turns, list) and turns):
+        return [record.content if not record.summary else f"{record.content}\n{record.summary}"]
+    texts = [t[k] for t in turns if isinstance(t, dict) for k in ("user", "assistant") if isinstance(t.get(k), str)]
+    texts += [_SPEAKER.sub("", line) for line in record.content.splitlines()]
+    if record.summary:
+        texts.append(record.summary)
+    return list(dict.fromkeys(t for t in texts if t.strip()))
