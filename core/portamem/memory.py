@@ -37,7 +37,7 @@ from . import trust
 from .audit import AuditFinding, audit_scan, current_actor
 from .explain import Explanation, RetrievalLog
 from .explain import explain as explain_record
-from .privacy import redact_turn, reveal
+from .privacy import reveal
 from .vault import Vault, load_private_key
 from .keys import KeyedMemory, Namespace
 from .lifecycle import MaintenanceReport, maintain
@@ -50,10 +50,11 @@ from .vectors import MilvusVectorIndex
 from .embeddings import QueryCache
 from .indexer import Indexer, IndexStats, index_now, reconcile, reindex, repair
 from .replica import VectorReader
-from .window import capture, episode
-from .writing import MemoryDraft, SaveRequest, SaveResult, as_drafts, build_record, prepare, settled, write, write_many
+from .groupcommit import TurnRequest
+from .groupcommit import save_many as group_commit
+from .writing import MemoryDraft, SaveRequest, SaveResult, as_drafts, build_record, prepare, settled, write
 
-__all__ = ["Memory", "MemoryDraft", "SaveRequest", "SaveResult"]
+__all__ = ["Memory", "MemoryDraft", "SaveRequest", "SaveResult", "TurnRequest"]
 
 log = logging.getLogger(__name__)
 
@@ -286,16 +287,17 @@ class Memory(KeyedMemory):
                                    session_id=d.session_id, agent_id=d.agent_id)
         return user_id, tenant_id, items
 
-    def save_many(self, requests: Sequence[SaveRequest]) -> list[SaveResult]:
-        """Apply the saves of many users and tenants in ONE transaction (group commit), for a write queue.
+    def save_many(self, requests: Sequence[SaveRequest | TurnRequest]) -> list[SaveResult]:
+        """Apply the saves and window turns of many users and tenants in ONE transaction (group commit),
+        for a write queue.
 
         Each request is validated, guarded and redacted on its own: a bad one gets its typed error in
         its ``SaveResult`` and the others are still written. The valid ones commit together, so one
-        fsync covers them all; results come back in request order. A failure of the commit itself
-        raises (``StoreError``) and writes none of them.
+        fsync covers them all; results come back in request order (for a turn, the memories it wrote).
+        A failure of the commit itself raises (``StoreError``) and writes none of them.
         """
         self._check_open()
-        return write_many(self, requests)
+        return group_commit(self, requests)
 
     # ------------------------------------------------------------------ read
     def search_memory(
@@ -643,37 +645,12 @@ class Memory(KeyedMemory):
         memories written (as settled by the indexer with ``wait=True``, as in ``save_memory``).
         """
         self._check_open()
-        user_id = self._user(user_id)
-        tenant_id = self._tenant(tenant_id)
-        session_id = check.check_id(self.settings, "session_id", session_id)
-        check.check_opaque_ids(self.hooks, self.settings, tenant_id, user_id, session_id=session_id)
-        user, assistant, meta = check.check_turn(self.settings, user, assistant, metadata)
-        created_at = check.check_datetime("created_at", created_at)
-        turn = Turn(user=user, assistant=assistant, metadata=meta, created_at=created_at or utcnow())
-        with self._lock:
-            window = self.store.turns(tenant_id, user_id, session_id)
-            overflow = len(window) + 1 - self.settings.window_turns
-            evicted = [*window, turn] if overflow > len(window) else window[: max(0, overflow)]
-            compressed = episode(self, evicted, user_id, tenant_id, session_id) if evicted else None
-            episodes = [compressed] if compressed is not None else []
-            ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=self.settings, session_id=session_id)
-            kept = redact_turn(self.hooks, turn, ctx) if self.settings.redact_window else turn
-            self.indexer.enqueue(episodes)  # the indexer embeds and indexes them
-            with self.store.transaction() as conn:
-                if not any(t is turn for t in evicted):
-                    self.store.add_turn(conn, tenant_id, user_id, session_id, kept)
-                self.store.drop_turns(conn, [t.seq for t in evicted if t.seq])
-                self.store.insert(conn, episodes)
-                self.store.audit_many(
-                    conn,
-                    [{"action": "compress_turns", "tenant_id": tenant_id, "user_id": user_id,
-                      "memory_id": e.memory_id, "detail": {"session_id": session_id, "turns": len(evicted)}}
-                     for e in episodes],
-                )
-        captured = capture(self, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id, wait=wait)
-        if wait and episodes:
-            episodes = settled(self, episodes)
-        return episodes + captured
+        request = TurnRequest(user_id=user_id, user=user, assistant=assistant, session_id=session_id,
+                              metadata=metadata, tenant_id=tenant_id, created_at=created_at)
+        result = group_commit(self, [request])[0]
+        if result.error is not None:
+            raise result.error
+        return settled(self, result.records) if wait else result.records
 
     def context(self, *, user_id: str, session_id: str = "default", tenant_id: str | None = None) -> list[Turn]:
         """The turns currently in the working window, oldest first."""

@@ -14,29 +14,40 @@ from .writing import MemoryDraft, build_record, prepare, write
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["capture", "episode", "episode_draft"]
+__all__ = ["capture", "capture_draft", "episode", "episode_draft"]
 
 
 def capture(
     mem: Memory, turn: Turn, *, user_id: str, tenant_id: str, session_id: str, wait: bool = False
 ) -> list[MemoryRecord]:
-    """Run the write-triggers on the user's message; keep what they vote for.
+    """Run the write-triggers on the user's message and write what they keep (``capture_draft``)."""
+    found = capture_draft(mem, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
+    if found is None:
+        return []
+    draft, explicit = found
+    return write(mem, [draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit, wait=wait)
+
+
+def capture_draft(
+    mem: Memory, turn: Turn, *, user_id: str, tenant_id: str, session_id: str
+) -> tuple[MemoryDraft, bool] | None:
+    """What the write-triggers keep of the user's message, and whether the user stressed it; None for nothing.
 
     A vote the user stressed ("remember that ...") goes to long-term memory at once; any other goes
     to working memory as a candidate that becomes long-term when it is seen a second time.
     """
     if not mem.settings.auto_capture or not turn.user.strip():
-        return []
+        return None
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=mem.settings,
                        session_id=session_id, source=Source.USER, explicit=False)
     votes = mem.hooks.trigger_votes(turn.user, ctx)
     yes = [v for _, v in votes if v.remember]
     no = max((v.strength for _, v in votes if not v.remember), default=0.0)
     if not yes:
-        return []
+        return None
     best = max(yes, key=lambda v: v.strength)
     if best.strength < mem.settings.trigger_threshold or best.strength <= no:
-        return []
+        return None
     explicit = any(v.explicit for v in yes)
     draft = MemoryDraft(
         content=turn.user.strip()[: mem.settings.max_content_chars],
@@ -47,7 +58,7 @@ def capture(
         half_life_days=None if explicit else mem.settings.half_lives["task"],
         metadata={"trigger": best.reason, **({} if explicit else {"promote_to": best.type.value})},
     )
-    return write(mem, [draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit, wait=wait)
+    return draft, explicit
 
 
 def captured_from(

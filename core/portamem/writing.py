@@ -21,10 +21,11 @@ from .records import TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust
 from .store import REVIEW
 
 if TYPE_CHECKING:
+    from .groupcommit import TurnRequest
     from .memory import Memory
 
-__all__ = ["MemoryDraft", "SaveRequest", "SaveResult", "as_drafts", "build_record", "write", "write_many", "prepare",
-           "screen", "stricter", "dedupe", "settled"]
+__all__ = ["MemoryDraft", "SaveRequest", "SaveResult", "as_drafts", "build_record", "drafted", "write", "commit", "stage",
+           "prepare", "screen", "stricter", "dedupe", "settled"]
 
 @dataclass
 class MemoryDraft:
@@ -115,9 +116,10 @@ class SaveRequest:
 
 @dataclass
 class SaveResult:
-    """The outcome of one ``SaveRequest``: its committed records, or the typed error that refused it."""
+    """The outcome of one request of ``Memory.save_many``: its committed records (for a turn, the memories
+    it wrote), or the typed error that refused it."""
 
-    request: SaveRequest
+    request: SaveRequest | TurnRequest
     records: list[MemoryRecord] = field(default_factory=list)
     error: PortamemError | None = None
 
@@ -126,7 +128,7 @@ class SaveResult:
         return self.error is None
 
 
-def _drafted(mem: Memory, items: Sequence[MemoryDraft], *, user_id: str, tenant_id: str,
+def drafted(mem: Memory, items: Sequence[MemoryDraft], *, user_id: str, tenant_id: str,
              explicit: bool) -> list[MemoryRecord]:
     records = [build_record(mem, d, user_id=user_id, tenant_id=tenant_id) for d in items]
     for draft, record in zip(items, records):
@@ -143,54 +145,40 @@ def write(
     With ``wait`` the records come back as the indexer settled them (a duplicate as the older memory
     it was merged into).
     """
-    records = _drafted(mem, items, user_id=user_id, tenant_id=tenant_id, explicit=explicit)
+    records = drafted(mem, items, user_id=user_id, tenant_id=tenant_id, explicit=explicit)
     if not records:
         return []
     commit(mem, records)
     return settled(mem, records) if wait else records
 
 
-def write_many(mem: Memory, requests: Sequence[SaveRequest]) -> list[SaveResult]:
-    """``Memory.save_many``: each request validated on its own, the valid ones committed together."""
-    if isinstance(requests, (str, bytes)) or not isinstance(requests, Sequence):
-        raise ValidationError("save_many takes a list of SaveRequest")
-    results: list[SaveResult] = []
-    for req in requests:
-        if not isinstance(req, SaveRequest):
-            raise ValidationError(f"save_many takes SaveRequest items, got {type(req).__name__}")
-        result = SaveResult(req)
-        try:
-            user_id, tenant_id, items = mem._checked_drafts(req.memories, req.user_id, req.tenant_id)
-            result.records = _drafted(mem, items, user_id=user_id, tenant_id=tenant_id, explicit=True)
-        except PortamemError as exc:
-            result.error = exc
-        results.append(result)
-    commit(mem, [r for res in results for r in res.records])
-    return results
-
-
 def commit(mem: Memory, records: Sequence[MemoryRecord]) -> None:
-    """Insert new records, their keyword entries and audit rows in one transaction, queued for the
-    indexer: unkeyed ones for review (trust, dedupe), keyed ones (an upsert of their key, never
-    reviewed or deduped by similarity: ``portamem.keys``) for indexing only."""
+    """Insert new records, their keyword entries and audit rows in one transaction (``stage``)."""
     if not records:
         return
-    keyed = [r for r in records if r.key is not None]
-    unkeyed = [r for r in records if r.key is None]
     try:
         with mem.store.transaction() as conn:
-            mem.store.insert(conn, unkeyed, indexed=REVIEW)
-            overwrote = {id(r): mem.store.upsert_keyed(conn, r) for r in keyed}
-            mem.store.audit_many(
-                conn,
-                [_save_row(r) for r in unkeyed]
-                + [_save_row(r, key=[r.key_namespace, r.key], overwrote=overwrote[id(r)]) for r in keyed],
-            )
-            # noted before the commit (ids final: an upsert takes its key's id), so none is settled unseen
-            mem.indexer.enqueue(records)
+            stage(mem, conn, records)
     except BaseException:
         mem.indexer.forget([r.memory_id for r in records])
         raise
+
+
+def stage(mem: Memory, conn: Any, records: Sequence[MemoryRecord]) -> None:
+    """Write new records in an open transaction, queued for the indexer: unkeyed ones for review (trust,
+    dedupe), keyed ones (an upsert of their key, never reviewed or deduped by similarity:
+    ``portamem.keys``) for indexing only. If that transaction fails, the caller ``forget``s them."""
+    keyed = [r for r in records if r.key is not None]
+    unkeyed = [r for r in records if r.key is None]
+    mem.store.insert(conn, unkeyed, indexed=REVIEW)
+    overwrote = {id(r): mem.store.upsert_keyed(conn, r) for r in keyed}
+    mem.store.audit_many(
+        conn,
+        [_save_row(r) for r in unkeyed]
+        + [_save_row(r, key=[r.key_namespace, r.key], overwrote=overwrote[id(r)]) for r in keyed],
+    )
+    # noted before the commit (ids final: an upsert takes its key's id), so none is settled unseen
+    mem.indexer.enqueue(records)
 
 
 def _save_row(r: MemoryRecord, **extra: Any) -> dict[str, Any]:

@@ -106,3 +106,21 @@ async def test_back_pressure_is_http_429_with_retry_after(memory: Memory) -> Non
         finally:
             state.queue.stop()
     assert [r.content for r in memory.list_memories(user_id="u")] == ["first"]
+
+
+async def test_waiting_turns_of_many_users_commit_together(queue: WriteQueue, memory: Memory) -> None:
+    from portamem.groupcommit import TurnRequest
+
+    tasks = [asyncio.ensure_future(queue.turn(TurnRequest(f"user{i}", f"Remember that my desk is D{i}.", "Noted."),
+                                              tenant_id="default")) for i in range(10)]
+    tasks.append(asyncio.ensure_future(queue.save([MemoryDraft(content="a fact")], user_id="user0",
+                                                  tenant_id="default")))
+    await asyncio.sleep(0)
+    queue.start()
+    results = await asyncio.gather(*tasks)
+    assert queue.stats.batches == 1 and queue.stats.transactions == 1
+    assert [r[0].content for r in results[:10]] == [f"Remember that my desk is D{i}." for i in range(10)]
+    for i in range(10):
+        assert [t.user for t in memory.context(user_id=f"user{i}")] == [f"Remember that my desk is D{i}."]
+    # user0's save came after its turn: its row follows the captured one
+    assert [r.content for r in memory.list_memories(user_id="user0")] == ["Remember that my desk is D0.", "a fact"]

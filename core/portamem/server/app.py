@@ -39,6 +39,7 @@ from ..errors import (
     PortamemError,
     ValidationError,
 )
+from ..groupcommit import TurnRequest
 from ..memory import Memory
 from ..messages import Message, archive_messages
 from ..writing import MemoryDraft
@@ -385,10 +386,12 @@ def create_app(state: ServerState) -> FastAPI:
     @app.post("/v1/turns", tags=["window"])
     async def add_turn(body: s.TurnRequest, who: Who) -> dict[str, Any]:
         """Append a turn to the working window; returns the memories it wrote."""
+        who.check_write()
         who.check_user(body.user_id)
-        records = await write(who, lambda: mem.add_turn(
-            body.user, body.assistant, user_id=body.user_id, session_id=body.session_id, metadata=body.metadata,
-            tenant_id=who.tenant_id, created_at=body.created_at), user_id=body.user_id)
+        with acting_as(who.key_id):
+            records = await q.turn(TurnRequest(user_id=body.user_id, user=body.user, assistant=body.assistant,
+                                               session_id=body.session_id, metadata=body.metadata,
+                                               created_at=body.created_at), tenant_id=who.tenant_id)
         return {"memories": [wire.dump_record(r) for r in records]}
 
     @app.get("/v1/context", tags=["window"])

@@ -2,14 +2,13 @@
 
 Every write request becomes an operation in one bounded queue, drained by one writer thread.
 The writer takes everything waiting (up to ``max_batch`` operations) and applies it as a batch:
-the saves of all users go to ``Memory.save_many`` in one transaction per key (group commit; where a
-memory has no ``save_many``, one ``save_memories`` transaction per user); any other write (forget,
-update, a turn...) first commits the saves gathered before it that it may depend on, so each
-user's writes land in arrival order.
+the saves and window turns of all users go to ``Memory.save_many`` in one transaction per key (group
+commit); any other write (forget, update, import...) first commits the saves and turns gathered
+before it that it may depend on, so each user's writes land in arrival order.
 A request is answered only after its transaction committed, so an acknowledged write survives a
-crash. Each request gets its own answer: ``save_many`` reports a bad request alone, and a merged
-``save_memories`` group that fails is applied again request by request. When ``max_pending`` operations wait, ``submit`` raises
-``OverloadedError`` (HTTP 429) at once instead of buffering without bound.
+crash. Each request gets its own answer: ``save_many`` reports a bad request alone. When
+``max_pending`` operations wait, ``submit`` raises ``OverloadedError`` (HTTP 429) at once instead
+of buffering without bound.
 
 Reads are audited too, without a transaction each: their rows are buffered (bounded) and the
 writer commits them with the next batch, or within a second when no write comes.
@@ -19,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
 import threading
 import time
@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import writing
 from ..audit import acting_as, current_actor
 from ..errors import OverloadedError, StoreError
+from ..groupcommit import TurnRequest
 from ..memory import Memory
 from ..records import MemoryRecord
-from ..writing import MemoryDraft
+from ..writing import MemoryDraft, SaveRequest
 
 __all__ = ["WriteQueue", "QueueStats"]
 
@@ -48,8 +48,8 @@ class _Op:
     actor: str
     future: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
-    #: a groupable save: the drafts; otherwise ``call``
-    drafts: list[MemoryDraft] | None = None
+    #: a groupable save or turn (``Memory.save_many``); otherwise ``call``
+    request: SaveRequest | TurnRequest | None = None
     call: Callable[[], Any] | None = None
     context: contextvars.Context | None = None
 
@@ -124,7 +124,16 @@ class WriteQueue:
         """Queue a save of ``drafts`` for one user; returns the records once they are committed."""
         loop = asyncio.get_running_loop()
         op = _Op(user=(tenant_id, user_id), actor=current_actor.get(), future=loop.create_future(), loop=loop,
-                 drafts=list(drafts))
+                 request=SaveRequest(user_id=user_id, memories=list(drafts), tenant_id=tenant_id))
+        result: list[MemoryRecord] = await self._submit(op)
+        return result
+
+    async def turn(self, request: TurnRequest, *, tenant_id: str) -> list[MemoryRecord]:
+        """Queue a window turn (``request.tenant_id`` is set to ``tenant_id``); returns the memories it wrote."""
+        loop = asyncio.get_running_loop()
+        request = dataclasses.replace(request, tenant_id=tenant_id)
+        op = _Op(user=(tenant_id, request.user_id), actor=current_actor.get(), future=loop.create_future(),
+                 loop=loop, request=request)
         result: list[MemoryRecord] = await self._submit(op)
         return result
 
@@ -176,7 +185,7 @@ class WriteQueue:
         self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
         saves: list[_Op] = []
         for op in batch:
-            if op.drafts is not None:
+            if op.request is not None:
                 saves.append(op)
                 continue
             # a non-save write waits for the saves before it: of its user, or of everyone when tenant-wide
@@ -187,24 +196,14 @@ class WriteQueue:
         self._save(saves)
 
     def _save(self, ops: list[_Op]) -> None:
-        """Commit waiting saves: one ``save_many`` transaction per key where the memory has it."""
+        """Commit waiting saves and turns: one ``save_many`` transaction per key."""
         by_actor: dict[str, list[_Op]] = {}
         for op in ops:
             by_actor.setdefault(op.actor, []).append(op)
-        save_many = getattr(self.memory, "save_many", None)
-        request_type = getattr(writing, "SaveRequest", None)
         for actor, group in by_actor.items():
-            if save_many is None or request_type is None:
-                users: dict[UserKey, list[_Op]] = {}
-                for op in group:
-                    users.setdefault(op.user, []).append(op)
-                for same_user in users.values():
-                    self._save_group(same_user)
-                continue
             try:
                 with acting_as(actor):
-                    results = save_many([request_type(user_id=op.user[1], memories=op.drafts,  # type: ignore[index]
-                                                      tenant_id=op.user[0]) for op in group])  # type: ignore[index]
+                    results = self.memory.save_many([op.request for op in group])  # type: ignore[misc]
             except BaseException as exc:  # the commit itself failed: none of them was written
                 for op in group:
                     _settle(op, exc=exc)
@@ -213,28 +212,6 @@ class WriteQueue:
                 self.stats.transactions += 1
             for op, result in zip(group, results):
                 _settle(op, value=list(result.records), exc=result.error)
-
-    def _save_group(self, ops: list[_Op]) -> None:
-        """One transaction for the saves of one user; request by request if it fails."""
-        tenant_id, user_id = ops[0].user  # type: ignore[misc]
-        drafts = [d for op in ops for d in op.drafts or ()]
-        try:
-            with acting_as(ops[0].actor):
-                records = self.memory.save_memories(drafts, user_id=user_id, tenant_id=tenant_id)
-            self.stats.transactions += 1
-        except BaseException as exc:
-            if len(ops) == 1:
-                self.stats.transactions += 1
-                _settle(ops[0], exc=exc)
-                return
-            for op in ops:
-                self._save_group([op])
-            return
-        start = 0
-        for op in ops:
-            n = len(op.drafts or ())
-            _settle(op, value=records[start:start + n])
-            start += n
 
     def _call(self, op: _Op) -> None:
         assert op.call is not None and op.context is not None
