@@ -30,6 +30,7 @@ from . import wire
 from .config import Settings
 from .errors import FrameworkNotInstalledError, PermissionDeniedError, StoreError, ValidationError
 from .filters import SearchFilters
+from .validation import check_private_key
 from .messages import Message
 from .records import MemoryType, Source, Trust, to_iso
 from .writing import MemoryDraft
@@ -402,6 +403,39 @@ class RemoteMemory:
             raise ValidationError("now is an in-process option; a server maintains at its own time")
         return _Call("POST", "/v1/maintain", {"policy": policy}, decode=wire.load_report)
 
+    def _purge_deleted(self, *, older_than: timedelta | None = None, tenant_id: str | None = None,
+                       now: datetime | None = None) -> _Call:
+        """Hard-delete forgotten memories whose grace period has passed (a tenant-wide key)."""
+        self._tenant(tenant_id)
+        if now is not None:
+            raise ValidationError("now is an in-process option; a server purges at its own time")
+        if older_than is not None and (not isinstance(older_than, timedelta) or older_than < timedelta(0)):
+            raise ValidationError(f"older_than must be a non-negative timedelta, got {older_than!r}")
+        days = None if older_than is None else older_than.total_seconds() / 86400
+        return _Call("POST", "/v1/purge", {"older_than_days": days}, decode=lambda b: int(b["purged"]))
+
+    def _reindex(self, *, progress: Any = None) -> _Call:
+        """Rebuild the server's vector index from its records (a tenant-wide key); returns the tenant's
+        indexed memories. ``progress`` is an in-process option and is not shown remotely."""
+        return _Call("POST", "/v1/reindex", decode=lambda b: int(b["reindexed"]))
+
+    def reveal_memory(self, memory_id: str, *, user_id: str, private_key: str | bytes | None = None,
+                      key_file: str | Path | None = None, tenant_id: str | None = None) -> dict[str, Any]:
+        """The original (unredacted) texts of a memory. The server audits the reveal and hands out the
+        sealed originals; they are opened here, so the private key never leaves this process."""
+        from .vault import load_private_key, open_sealed
+
+        self._tenant(tenant_id)
+        check_private_key(private_key, key_file)
+        key = load_private_key(private_key, key_file=key_file)
+        token = self._run(_Call("POST", f"/v1/memories/{_segment(memory_id)}/reveal", {"user_id": user_id},
+                                decode=lambda b: b["sealed"]))
+        return open_sealed(token, key, tenant_id=self.tenant_id, user_id=user_id, memory_id=memory_id)
+
+    async def areveal_memory(self, memory_id: str, **kwargs: Any) -> dict[str, Any]:
+        """Async twin of :meth:`reveal_memory` (runs it in a worker thread)."""
+        return await asyncio.to_thread(self.reveal_memory, memory_id, **kwargs)
+
     save_memory, asave_memory = _twins(_save_memory)
     save_memories, asave_memories = _twins(_save_memories)
     search_memory, asearch_memory = _twins(_search_memory)
@@ -424,6 +458,8 @@ class RemoteMemory:
     list_keyed, alist_keyed = _twins(_list_keyed)
     user_ids, auser_ids = _twins(_user_ids)
     maintain, amaintain = _twins(_maintain)
+    purge_deleted, apurge_deleted = _twins(_purge_deleted)
+    reindex, areindex = _twins(_reindex)
 
     # ------------------------------------------------------------------ export / import (streamed)
     def export(self, fp: IO[str] | str | Path, *, user_id: str | None = None, include_embeddings: bool = True,
@@ -452,23 +488,27 @@ class RemoteMemory:
         return count
 
     def import_(self, fp: IO[str] | str | Path, *, tenant_id: str | None = None, on_conflict: str = "error",
-                progress: Any = None) -> int:
-        """Stream an export to the server, which imports it into the key's tenant, all or nothing."""
+                progress: Any = None, trusted: bool = False) -> int:
+        """Stream an export to the server, which imports it into the key's tenant, all or nothing;
+        ``trusted`` as in ``Memory.import_``."""
         self._tenant(tenant_id)
         self._check_open()
+        if not isinstance(trusted, bool):
+            raise ValidationError(f"trusted must be True or False, got {trusted!r}")
         if isinstance(fp, (str, Path)):
             with open(fp, "rb") as handle:
-                return self._import(handle, on_conflict)
-        return self._import(fp, on_conflict)
+                return self._import(handle, on_conflict, trusted)
+        return self._import(fp, on_conflict, trusted)
 
-    def _import(self, fp: IO[Any], on_conflict: str) -> int:
+    def _import(self, fp: IO[Any], on_conflict: str, trusted: bool) -> int:
         def chunks() -> Iterator[bytes]:
             while block := fp.read(64 * 1024):
                 yield block.encode("utf-8") if isinstance(block, str) else block
 
         call = _Call("POST", "/v1/import", decode=lambda b: int(b["imported"]))
         try:
-            response = self._client.post("/v1/import", content=chunks(), params={"on_conflict": on_conflict},
+            params = {"on_conflict": on_conflict, "trusted": trusted}
+            response = self._client.post("/v1/import", content=chunks(), params=params,
                                          headers={"Content-Type": "application/x-ndjson"})
         except httpx.HTTPError as exc:
             raise StoreError(f"import to {self.url} failed: {exc}") from exc

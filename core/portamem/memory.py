@@ -735,12 +735,7 @@ class Memory(KeyedMemory):
         key_file: str | Path | None = None, tenant_id: str | None = None,
     ) -> dict[str, Any]:
         """The original (unredacted) texts of a memory, opened with the vault's private key; audited."""
-        if private_key is not None and not isinstance(private_key, (str, bytes)):
-            raise ValidationError(f"private_key must be a string or bytes, got {type(private_key).__name__}")
-        if key_file is not None and not isinstance(key_file, (str, Path)):
-            raise ValidationError(f"key_file must be a path, got {type(key_file).__name__}")
-        if isinstance(private_key, str):
-            check.check_text("private_key", private_key, allow_blank=True)
+        check.check_private_key(private_key, key_file)
         record = self.get_memory(memory_id, user_id=user_id, tenant_id=tenant_id)
         key = load_private_key(private_key, key_file=key_file, store_path=self.settings.path)
         original = reveal(record, key)

@@ -11,7 +11,7 @@ from .plugins import Hooks
 from .records import MemoryRecord, Turn
 from .vault import Vault, open_sealed
 
-__all__ = ["redact_record", "redact_value", "redact_turn", "reveal", "VAULT_KEY"]
+__all__ = ["redact_record", "redact_value", "redact_turn", "reveal", "sealed_original", "VAULT_KEY"]
 
 #: metadata key of the sealed original (``Memory.reveal_memory`` opens it)
 VAULT_KEY = "pii_vault"
@@ -64,13 +64,18 @@ def redact_record(hooks: Hooks, record: MemoryRecord, ctx: WriteContext, vault: 
     return spans
 
 
-def reveal(record: MemoryRecord, private_key: str) -> dict[str, Any]:
-    """The sealed originals of a redacted record (content, summary, entities, metadata)."""
+def sealed_original(record: MemoryRecord) -> str:
+    """The vault token holding a redacted record's originals; ``VaultError`` when it has none."""
     token = record.metadata.get(VAULT_KEY)
-    if token is None:
+    if not isinstance(token, str):
         raise VaultError(f"memory {record.memory_id} has no sealed original (nothing was redacted, "
                          "or no vault public key was set when it was written)")
-    return open_sealed(token, private_key, tenant_id=record.tenant_id, user_id=record.user_id,
+    return token
+
+
+def reveal(record: MemoryRecord, private_key: str) -> dict[str, Any]:
+    """The sealed originals of a redacted record (content, summary, entities, metadata)."""
+    return open_sealed(sealed_original(record), private_key, tenant_id=record.tenant_id, user_id=record.user_id,
                        memory_id=record.memory_id)
 
 

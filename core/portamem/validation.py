@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .config import Settings
@@ -389,3 +390,13 @@ def check_opaque_ids(hooks: Hooks, settings: Settings, tenant_id: str, user_id: 
             kinds = sorted({r.kind for r in spans})
             raise ValidationError(f"{name} holds personal data ({', '.join(kinds)}); use an opaque id "
                                   "(a random or hashed one): ids are stored and exported as given")
+
+
+def check_private_key(private_key: Any, key_file: Any) -> None:
+    """The forms a vault private key may be given in (``reveal_memory``): text or bytes, or a key file path."""
+    if private_key is not None and not isinstance(private_key, (str, bytes)):
+        raise ValidationError(f"private_key must be a string or bytes, got {type(private_key).__name__}")
+    if key_file is not None and not isinstance(key_file, (str, Path)):
+        raise ValidationError(f"key_file must be a path, got {type(key_file).__name__}")
+    if isinstance(private_key, str):
+        check_text("private_key", private_key, allow_blank=True)

@@ -18,7 +18,8 @@ def test_openapi_schema_lists_the_api(server: ServerProcess) -> None:
     schema = httpx.get(server.url + "/openapi.json", timeout=30).json()
     for path in ("/v1/memories", "/v1/memories/batch", "/v1/search", "/v1/memories/{memory_id}", "/v1/turns",
                  "/v1/context", "/v1/export", "/v1/import", "/v1/maintain", "/v1/audit",
-                 "/v1/memories/{memory_id}/explain", "/v1/memories/forget"):
+                 "/v1/memories/{memory_id}/explain", "/v1/memories/forget", "/v1/memories/{memory_id}/reveal",
+                 "/v1/purge", "/v1/reindex"):
         assert path in schema["paths"], path
     assert "tenant_id" not in json.dumps(schema["components"]["schemas"]["SaveRequest"])
 

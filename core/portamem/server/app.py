@@ -40,8 +40,10 @@ from ..errors import (
     ValidationError,
 )
 from ..groupcommit import TurnRequest
+from ..filters import SearchFilters
 from ..memory import Memory
 from ..messages import Message, archive_messages
+from ..privacy import sealed_original
 from ..writing import MemoryDraft
 from . import schemas as s
 from .auth import LOCAL_PRINCIPAL_ID, KeyStore, Principal
@@ -346,6 +348,25 @@ def create_app(state: ServerState) -> FastAPI:
                                                    metadata=b.metadata),
                  "Rewrite a memory's content and/or metadata, keeping its id and history.")
 
+    @app.post("/v1/memories/{memory_id}/reveal", tags=["memories"])
+    async def reveal(memory_id: str, body: s.UserRequest, who: Who) -> dict[str, Any]:
+        """The sealed originals of a redacted memory, audited: the client opens them with the vault's
+        private key, which never reaches the server."""
+
+        def hand_out() -> str:
+            record = mem.get_memory(memory_id, user_id=body.user_id, tenant_id=who.tenant_id)
+            token = sealed_original(record)
+            with mem.store.transaction() as conn:
+                mem.store.audit(conn, "reveal", tenant_id=record.tenant_id, user_id=record.user_id,
+                                memory_id=memory_id, detail={"opened_by": "client"})
+            return token
+
+        async def queued() -> str:
+            with acting_as(who.key_id):
+                return str(await q.run(hand_out, user=(who.tenant_id, body.user_id)))
+
+        return {"sealed": await on_memory(who, body.user_id, [memory_id], queued)}
+
     # ------------------------------------------------------------------ keyed memories
     KeyQ = Annotated[str, Query(min_length=1, max_length=256)]
     NamespaceQ = Annotated[str, Query(max_length=1024, description="labels joined by '.'")]
@@ -445,6 +466,27 @@ def create_app(state: ServerState) -> FastAPI:
         report = await write(who, lambda: mem.maintain(policy=body.policy, tenant_id=who.tenant_id), user_id=None)
         return wire.dump_report(report)
 
+    @app.post("/v1/purge", tags=["tenant"])
+    async def purge(body: s.PurgeRequest, who: Who) -> dict[str, Any]:
+        """Hard-delete the tenant's forgotten memories whose grace period has passed."""
+        who.check_write()
+        tenant_wide(who, "purging")
+        older = None if body.older_than_days is None else timedelta(days=body.older_than_days)
+        return {"purged": await write(who, lambda: mem.purge_deleted(older_than=older, tenant_id=who.tenant_id),
+                                      user_id=None)}
+
+    @app.post("/v1/reindex", tags=["tenant"])
+    async def reindex(who: Who) -> dict[str, Any]:
+        """Rebuild the store's vector index from the records; answers with the tenant's indexed count."""
+        who.check_write()
+        tenant_wide(who, "reindexing")
+
+        def run() -> int:
+            mem.reindex()
+            return mem.store.count(who.tenant_id, filters=SearchFilters())
+
+        return {"reindexed": await write(who, run, user_id=None)}
+
     @app.get("/v1/export", tags=["tenant"], response_class=StreamingResponse,
              responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
     async def export(who: Who, user_id: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
@@ -489,8 +531,10 @@ def create_app(state: ServerState) -> FastAPI:
     @app.post("/v1/import", tags=["tenant"], openapi_extra={"requestBody": {
         "required": True, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
     async def import_(request: Request, who: Who,
-                      on_conflict: Literal["error", "skip", "replace"] = "error") -> dict[str, Any]:
-        """Read an export back into the key's tenant, all or nothing (the body is streamed to a spool file)."""
+                      on_conflict: Literal["error", "skip", "replace"] = "error",
+                      trusted: bool = False) -> dict[str, Any]:
+        """Read an export back into the key's tenant, all or nothing (the body is streamed to a spool file);
+        ``trusted`` keeps the file's source, trust and status (a restore of the tenant's own backup)."""
         who.check_write()
         tenant_wide(who, "an import")
         spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+b")
@@ -506,7 +550,7 @@ def create_app(state: ServerState) -> FastAPI:
         def run() -> int:
             with spool, io.TextIOWrapper(spool, encoding="utf-8", errors="strict") as text:
                 try:
-                    return mem.import_(text, tenant_id=who.tenant_id, on_conflict=on_conflict)
+                    return mem.import_(text, tenant_id=who.tenant_id, on_conflict=on_conflict, trusted=trusted)
                 except UnicodeDecodeError as exc:
                     raise ValidationError(f"an import must be UTF-8 JSON lines: {exc}") from exc
 

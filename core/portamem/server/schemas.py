@@ -30,6 +30,7 @@ __all__ = [
     "ArchiveRequest",
     "AuditRequest",
     "MaintainRequest",
+    "PurgeRequest",
 ]
 
 #: a user id as the API takes it (Memory checks NUL characters and blank ones)
@@ -153,3 +154,8 @@ class AuditRequest(_Body):
 
 class MaintainRequest(_Body):
     policy: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class PurgeRequest(_Body):
+    #: days a forgotten memory is kept before it may be purged (default: the store's grace period)
+    older_than_days: float | None = Field(default=None, ge=0, le=36500)
