@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,11 +15,14 @@ from portamem.groupcommit import TurnRequest
 
 
 def _counting(memory: Memory) -> list[int]:
+    """Transactions opened by the calling thread (the background indexer opens its own)."""
     commits: list[int] = []
     real = memory.store.transaction
+    caller = threading.get_ident()
 
     def counting():  # noqa: ANN202
-        commits.append(1)
+        if threading.get_ident() == caller:
+            commits.append(1)
         return real()
 
     memory.store.transaction = counting  # type: ignore[method-assign]
