@@ -141,6 +141,15 @@ class UserVectors:
             mask &= p
         return mask
 
+    def take(self, memory_ids: Collection[str]) -> dict[str, np.ndarray]:
+        """Copies of the rows of those ids this user holds."""
+        with self.lock:
+            pos = [(m, self.pos[m]) for m in memory_ids if m in self.pos]
+            if not pos:
+                return {}
+            rows = self.mat[[i for _, i in pos]]
+        return {m: rows[j] for j, (m, _) in enumerate(pos)}
+
     def search(self, queries: np.ndarray, k: int, filters: SearchFilters,
                exclude: Collection[str] = ()) -> list[list[VectorHit]]:
         """The exact top ``k`` by cosine for each query row, ties in insertion order."""
@@ -254,6 +263,16 @@ class VectorReader:
         if uv is None:
             return self.index.search(tenant_id, user_id, vector, k, filters)
         return uv.search(np.asarray(vector, dtype=np.float32)[None, :], k, filters)[0]
+
+    def vectors(self, tenant_id: str, user_id: str, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of these ids (float32): the replica's rows, the store's for the rest (rows not
+        active, or of a user outside the budget); ids with no vector of the model are left out."""
+        uv = self._resident((tenant_id, user_id))
+        found = uv.take(memory_ids) if uv is not None else {}
+        rest = [m for m in memory_ids if m not in found]
+        if rest:
+            found.update(self.store.vectors(tenant_id, user_id, rest, self.model))
+        return found
 
     def nearest(self, records: Sequence[MemoryRecord], k: int = 3,
                 exclude: Collection[str] = ()) -> dict[str, list[VectorHit]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -78,6 +78,8 @@ class Candidate:
     #: share (0..1) of the query's entities that none of the user's memories holds: a question about
     #: someone or something never mentioned is probably about nothing stored (``Settings.unknown_entity_penalty``)
     unknown_entities: float = 0.0
+    #: the record's vector of the index's model (float32), read from the replica rather than the row
+    vector: np.ndarray | None = None
 
 
 #: adds or changes named components of each candidate (a retrieval-scorer plugin):
@@ -141,10 +143,27 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
+def _vector(cand: Candidate) -> tuple[np.ndarray | None, str | None]:
+    """A candidate's vector and its model: the one read for the search, else the record's own."""
+    if cand.vector is not None:
+        return cand.vector, None
+    rec = cand.record
+    if rec is None or rec.embedding is None:
+        return None, None
+    return np.asarray(rec.embedding, dtype=np.float32), rec.embedding_model
+
+
 def _cosine(a: MemoryRecord, b: MemoryRecord) -> float:
     if a.embedding is None or b.embedding is None or a.embedding_model != b.embedding_model:
         return 0.0
     return float(np.dot(np.asarray(a.embedding, dtype=np.float32), np.asarray(b.embedding, dtype=np.float32)))
+
+
+def _pair_cosine(a: Candidate, b: Candidate) -> float:
+    (va, ma), (vb, mb) = _vector(a), _vector(b)
+    if va is None or vb is None or (ma is not None and mb is not None and ma != mb):
+        return 0.0
+    return float(np.dot(va, vb))
 
 
 def _triples_conflict(a: MemoryRecord, b: MemoryRecord) -> bool:
@@ -230,13 +249,14 @@ class Retriever:
         if not found:
             return found
         # the store re-checks tenant, user and filters: the index is never trusted for isolation
-        records = self.store.get(tenant_id, user_id, list(found))
+        records = self.store.get(tenant_id, user_id, list(found), vectors=False)
         for memory_id in list(found):
             record = records.get(memory_id)
             if record is None or not filters.admits(record):
                 del found[memory_id]
             else:
                 found[memory_id].record = record
+        self._attach_vectors(tenant_id, user_id, found.values())
         if qvec is not None:
             self._score_vector(qvec, found, [s for _, s in vector_hits])
         if "keyword" in sources:
@@ -259,18 +279,29 @@ class Retriever:
         unknown = [e for e, ws in words.items() if not any(df.get(w) for w in ws)]
         return len(unknown) / len(entities)
 
+    def _attach_vectors(self, tenant_id: str, user_id: str, cands: Iterable[Candidate]) -> None:
+        """Give candidates their vectors of the index's model: from the read replica where the user is
+        loaded, else only the vector column of their rows (never the rest of the row again)."""
+        todo = [c for c in cands if c.vector is None]
+        if not todo:
+            return
+        ids = [c.memory_id for c in todo]
+        reader = getattr(self.index, "vectors", None)
+        found = reader(tenant_id, user_id, ids) if reader is not None else \
+            self.store.vectors(tenant_id, user_id, ids, self.index.model)
+        for cand in todo:
+            cand.vector = found.get(cand.memory_id)
+
     def _score_vector(self, qvec: np.ndarray, found: dict[str, Candidate], pool: list[float]) -> None:
         """Cosine against the embedder's measured background of unrelated pairs (``portamem.calibration``):
         the same cosine scores the same in any pool. A model nobody calibrated falls back to the
         cosine above this query's least similar neighbour, over the headroom left to 1."""
         floor = min(pool) if pool else 0.0
+        with_vec = [c for c in found.values() if c.vector is not None]
+        cosines = dict(zip((c.memory_id for c in with_vec),
+                           (np.stack([c.vector for c in with_vec]) @ qvec).tolist())) if with_vec else {}
         for cand in found.values():
-            rec = cand.record
-            assert rec is not None
-            if rec.embedding is None or rec.embedding_model != self.index.model:
-                cos = 0.0
-            else:
-                cos = float(np.dot(np.asarray(rec.embedding, dtype=np.float32), qvec))
+            cos = float(cosines.get(cand.memory_id, 0.0))
             cand.raw["cosine"] = cos
             if self.calibration is not None:
                 cand.components["vector"] = float(vector_score(cos, self.calibration))
@@ -377,6 +408,8 @@ class Retriever:
             for memory_id in missing:
                 candidates[memory_id].record = records.get(memory_id)
         live = [c for c in candidates.values() if c.record is not None]
+        if self.store is not None:
+            self._attach_vectors(tenant_id, user_id, [c for c in live if c.record.embedding is None])  # type: ignore[union-attr]
         for scorer in scorers.values() if isinstance(scorers, Mapping) else scorers:
             scorer(query, live, now, settings)
         entries = []
@@ -411,7 +444,7 @@ class Retriever:
                 entry.fate = "already in the working window"
                 continue
             twin = next(
-                (i for i, other in enumerate(kept) if self._same(record, words, other.candidate.record, kept_words[i],
+                (i for i, other in enumerate(kept) if self._same(entry.candidate, words, other.candidate, kept_words[i],
                                                                  duplicate_cosine)),
                 None,
             )
@@ -429,14 +462,16 @@ class Retriever:
             kept.append(entry)
             kept_words.append(words)
         hits = [self._hit(e, weights, _factor(e.candidate, trust_factor, unknown_entity_penalty)) for e in kept]
-        hits = self._mark_conflicts(hits, kept_words)
+        hits = self._mark_conflicts(hits, kept_words, [e.candidate for e in kept])
         for i, hit in enumerate(hits, 1):
             next(e for e in kept if e.candidate.memory_id == hit.memory_id).rank = i
         return hits
 
     @staticmethod
-    def _same(a: MemoryRecord, a_words: frozenset[str], b: MemoryRecord | None, b_words: frozenset[str],
+    def _same(ca: Candidate, a_words: frozenset[str], cb: Candidate, b_words: frozenset[str],
               threshold: float) -> bool:
+        a, b = ca.record, cb.record
+        assert a is not None
         if b is None or a.key is not None or b.key is not None:  # a keyed memory is its own entry (portamem.keys)
             return False
         if " ".join(a.content.split()).casefold() == " ".join(b.content.split()).casefold():
@@ -445,12 +480,14 @@ class Retriever:
         if a.memory_id in b.metadata.get("covers", ()) or b.memory_id in a.metadata.get("covers", ()):
             return True
         # one rule for "the same memory" on write and on read: words, numbers and negation must agree
-        return is_duplicate(a.content, b.content, _cosine(a, b), threshold)
+        return is_duplicate(a.content, b.content, _pair_cosine(ca, cb), threshold)
 
     @staticmethod
     def _hit(entry: TraceEntry, weights: Mapping[str, float], factor: float = 1.0) -> SearchHit:
         cand = entry.candidate
         assert cand.record is not None
+        if cand.record.embedding is None and cand.vector is not None:  # a hit carries its vector, as stored
+            cand.record.embedding = cand.vector.tolist()
         # the weights shown include the trust and unknown-entity factors, so that they still sum to the final score
         used = {n: float(weights.get(n, 0.0)) * factor for n in cand.components}
         breakdown = ScoreBreakdown(final=entry.final, components=dict(cand.components), weights=used)
@@ -458,8 +495,9 @@ class Retriever:
                          + tuple(sorted(cand.found_by - set(SOURCES))))
 
     @staticmethod
-    def _mark_conflicts(hits: list[SearchHit], words: list[frozenset[str]]) -> list[SearchHit]:
-        """Pairs that state different values of one fact point at each other; the newer goes first."""
+    def _mark_conflicts(hits: list[SearchHit], words: list[frozenset[str]], cands: list[Candidate]) -> list[SearchHit]:
+        """Pairs that state different values of one fact point at each other; the newer goes first.
+        ``cands`` are the hits' candidates, in the same order (their vectors)."""
         n = len(hits)
         links: dict[int, set[int]] = {i: set() for i in range(n)}
         for i in range(n):
@@ -468,7 +506,7 @@ class Retriever:
                 if (
                     a.superseded_by == b.memory_id or b.superseded_by == a.memory_id
                     or _triples_conflict(a, b)
-                    or (_jaccard(words[i], words[j]) >= _CONFLICT_WORDS and _cosine(a, b) >= _CONFLICT_COSINE)
+                    or (_jaccard(words[i], words[j]) >= _CONFLICT_WORDS and _pair_cosine(cands[i], cands[j]) >= _CONFLICT_COSINE)
                 ):
                     links[i].add(j)
                     links[j].add(i)

@@ -219,7 +219,7 @@ def row_record(row: Any) -> MemoryRecord:
         summary=m["summary"],
         entities=list(m["entities"] or []),
         triples=[list(t) for t in (m["triples"] or [])],
-        embedding=_blob_to_vec(m["embedding"]),
+        embedding=_blob_to_vec(m.get("embedding")),
         embedding_model=m["embedding_model"],
         embedding_version=m["embedding_version"],
         importance=m["importance"],
@@ -396,7 +396,7 @@ class RecordStore:
 
     def purge(self, conn: Connection, memory_ids: Sequence[str], *, tenant_id: str, user_id: str | None = None) -> int:
         """Hard-delete records of one tenant (of one user when given); ids of other owners are left alone."""
-        owner = [memories.c.tenant_id == tenant_id] + ([memories.c.user_id == user_id] if user_id is not None else [])
+        owner = self._owned_by(tenant_id, user_id) if user_id is not None else [memories.c.tenant_id.concat("") == tenant_id]
         rows = list(conn.execute(sa.select(memories.c.pk, memories.c.memory_id)
                                  .where(memories.c.memory_id.in_(list(memory_ids)), *owner)))
         pks, ids = [r[0] for r in rows], [r[1] for r in rows]
@@ -466,16 +466,39 @@ class RecordStore:
         with self.engine.connect() as conn:
             return [row_record(r) for r in conn.execute(q)]
 
-    def get(self, tenant_id: str, user_id: str, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+    @staticmethod
+    def _owned_by(tenant_id: str, user_id: str) -> list[Any]:
+        """The scope as a check on rows looked up by id: compared as expressions, so the planner reads
+        the few ids through the unique index instead of scanning every row of the user by scope."""
+        return [memories.c.tenant_id.concat("") == tenant_id, memories.c.user_id.concat("") == user_id]
+
+    def get(self, tenant_id: str, user_id: str, memory_ids: Sequence[str], *,
+            vectors: bool = True) -> dict[str, MemoryRecord]:
+        """Records by id within one scope; ``vectors=False`` leaves their embeddings out (the read
+        path scores vectors from the replica, and a blob per candidate is most of a row)."""
         out: dict[str, MemoryRecord] = {}
         ids = list(dict.fromkeys(memory_ids))
+        cols = [memories] if vectors else [c for c in memories.c if c.name != "embedding"]
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 500):
-                q = sa.select(memories).where(
-                    memories.c.memory_id.in_(ids[start:start + 500]), *self._scope(tenant_id, user_id)
+                q = sa.select(*cols).where(
+                    memories.c.memory_id.in_(ids[start:start + 500]), *self._owned_by(tenant_id, user_id)
                 )
                 for row in conn.execute(q):
                     out[row.memory_id] = row_record(row)
+        return out
+
+    def vectors(self, tenant_id: str, user_id: str, memory_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """The stored ``model`` vectors of these ids within one scope (float32), without the rest of the rows."""
+        out: dict[str, np.ndarray] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        c = memories.c
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 500):
+                q = sa.select(c.memory_id, c.embedding).where(
+                    c.memory_id.in_(ids[start:start + 500]), *self._owned_by(tenant_id, user_id),
+                    c.embedding_model == model, c.embedding.is_not(None))
+                out.update((r[0], np.frombuffer(r[1], dtype="<f4")) for r in conn.execute(q))
         return out
 
     def list(
@@ -603,7 +626,7 @@ class RecordStore:
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 500):
                 out.update(r[0] for r in conn.execute(sa.select(memories.c.memory_id).where(
-                    memories.c.memory_id.in_(ids[start:start + 500]), memories.c.indexed == 1)))
+                    memories.c.memory_id.in_(ids[start:start + 500]), memories.c.indexed + 0 == 1)))
         return out
 
     def outbox_size(self) -> int:
