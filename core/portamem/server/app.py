@@ -47,6 +47,7 @@ from ..privacy import sealed_original
 from ..writing import MemoryDraft
 from . import schemas as s
 from .auth import LOCAL_PRINCIPAL_ID, KeyStore, Principal
+from .inspector import mount_inspector
 from .queue import WriteQueue
 
 __all__ = ["create_app", "ServerState"]
@@ -556,4 +557,5 @@ def create_app(state: ServerState) -> FastAPI:
 
         return {"imported": await write(who, run, user_id=None)}
 
+    mount_inspector(app, state, read=read, write=write)
     return app
