@@ -10,32 +10,7 @@ pytest.importorskip("fastapi", reason="the server tests need the `server` extra"
 
 from portamem import RemoteMemory  # noqa: E402
 from portamem_conformance.remote import ServerProcess  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("served") / "store")
-    yield proc
-    proc.stop()
-
-
-@pytest.fixture(scope="session")
-def tenant_key(server: ServerProcess) -> str:
-    """A read-write key of tenant ``acme`` for any user."""
-    return server.key("acme")
-
-
-@pytest.fixture
-def remote(server: ServerProcess, tenant_key: str) -> Iterator[RemoteMemory]:
-    mem = RemoteMemory(server.url, tenant_key)
-    yield mem
-    mem.close()
-
-
-@pytest.fixture
-def user(request: pytest.FixtureRequest) -> str:
-    """A user id private to the test, so tests sharing the session's server do not see each other."""
-    return f"u-{request.node.name}"[:200]
+from portamem_conformance.served import remote, server, tenant_key, user  # noqa: E402,F401
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ pytest.importorskip("playwright", reason="the inspector tests need the `ui-test`
 
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
-from portamem import RemoteMemory  # noqa: E402
 from portamem_conformance.remote import ServerProcess  # noqa: E402
+from portamem_conformance.served import remote, server, tenant_key, user  # noqa: E402,F401
 
 CHROMIUM = os.environ.get("PORTAMEM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -34,37 +34,14 @@ def chromium_path() -> str:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path: str) -> Iterator[Browser]:
+    # one per module: Playwright's sync API holds an event loop on this thread, which async tests of
+    # other directories in the same pytest run could not start beside
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium_path, headless=True)
         yield b
         b.close()
-
-
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("inspected") / "store")
-    yield proc
-    proc.stop()
-
-
-@pytest.fixture(scope="session")
-def tenant_key(server: ServerProcess) -> str:
-    return server.key("acme")
-
-
-@pytest.fixture
-def remote(server: ServerProcess, tenant_key: str) -> Iterator[RemoteMemory]:
-    mem = RemoteMemory(server.url, tenant_key)
-    yield mem
-    mem.close()
-
-
-@pytest.fixture
-def user(request: pytest.FixtureRequest) -> str:
-    """A user id private to the test (the server is shared by the session)."""
-    return f"u-{request.node.name}"[:200]
 
 
 @pytest.fixture
