@@ -19,7 +19,11 @@ from .store import RecordStore
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["RetrievalLog", "Retrieval", "Explanation", "explain"]
+__all__ = ["RetrievalLog", "Retrieval", "Explanation", "explain", "RETRIEVAL_LOG_ROWS"]
+
+#: retrieval rows a store keeps: the hits of 50,000 searches of top 10,
+#: the newest ones staying
+RETRIEVAL_LOG_ROWS = 500_000
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +41,15 @@ class RetrievalLog:
 
     Every ``batch`` rows a background thread writes them (no search waits for the disk); ``flush``
     writes the rest, on close and on ``explain``. Rows still buffered are lost if the process dies.
-    The query is stored after PII redaction.
+    The query is stored after PII redaction. The newest ``keep`` rows of the store are kept (older
+    ones are dropped as new ones arrive), so a busy server's log does not grow without end.
     """
 
-    def __init__(self, store: RecordStore, hooks: Hooks, *, batch: int = 256) -> None:
+    def __init__(self, store: RecordStore, hooks: Hooks, *, batch: int = 256, keep: int = RETRIEVAL_LOG_ROWS) -> None:
         self.store = store
         self.hooks = hooks
         self.batch = batch
+        self.keep = keep
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._writer: threading.Thread | None = None
@@ -68,7 +74,7 @@ class RetrievalLog:
         with self._lock:
             rows, self._rows = self._rows, []
         try:
-            self.store.log_retrievals(rows)
+            self.store.log_retrievals(rows, keep=self.keep)
         except Exception:  # a diagnostic log must never fail a search; the rows are lost
             log.exception("writing %d retrieval log rows failed", len(rows))
 
@@ -79,7 +85,7 @@ class RetrievalLog:
             writer.join()
         with self._lock:
             rows, self._rows = self._rows, []
-        self.store.log_retrievals(rows)
+        self.store.log_retrievals(rows, keep=self.keep)
 
 
 @dataclass(frozen=True)

@@ -793,11 +793,18 @@ class RecordStore:
             ]
 
     # ---------------------------------------------------------------- retrieval log
-    def log_retrievals(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Append retrieval rows (ts, search_id, tenant_id, user_id, memory_id, rank, score, query)."""
+    def log_retrievals(self, rows: Sequence[dict[str, Any]], *, keep: int | None = None) -> None:
+        """Append retrieval rows (ts, search_id, tenant_id, user_id, memory_id, rank, score, query).
+
+        With ``keep``, rows older than the newest ``keep`` are dropped in the same transaction (one
+        range delete on the primary key), so the log stays bounded however many searches run.
+        """
         if rows:
             with self.transaction() as conn:
                 conn.execute(retrievals_t.insert(), list(rows))
+                if keep is not None:
+                    last = conn.execute(sa.select(sa.func.max(retrievals_t.c.pk))).scalar_one()
+                    conn.execute(retrievals_t.delete().where(retrievals_t.c.pk <= last - keep))
 
     def retrievals(self, tenant_id: str, memory_id: str) -> list[dict[str, Any]]:
         """Every logged search that returned this memory, oldest first."""

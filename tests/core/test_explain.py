@@ -106,3 +106,14 @@ def test_full_batches_are_written_in_the_background(memory: Memory) -> None:
     writer.join(timeout=10)
     assert _logged(memory) == 3
     assert len(memory.explain(rec.memory_id, user_id="u1").retrievals) == 3
+
+
+def test_retrieval_log_keeps_only_its_newest_rows(memory: Memory) -> None:
+    memory.retrieval_log.keep = 2
+    rec = memory.save_memory("The boiler is serviced every October.", user_id="u1")
+    for i in range(4):
+        memory.search_memory(f"boiler service {i}", user_id="u1")
+        memory.retrieval_log.flush()
+    assert _logged(memory) == 2
+    queries = [x.query for x in memory.explain(rec.memory_id, user_id="u1").retrievals]
+    assert queries == ["boiler service 2", "boiler service 3"]

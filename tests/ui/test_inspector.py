@@ -58,7 +58,7 @@ def test_the_key_is_asked_for_and_never_reaches_a_url_or_script(page: Page, tena
 
 
 def test_timeline_by_type_shows_hostile_and_chinese_text_as_text(
-        page: Page, remote: RemoteMemory, tenant_key: str, user: str) -> None:
+        page: Page, remote: RemoteMemory, tenant_key: str, user: str, artifacts: Path) -> None:
     ids = seeded(remote, user, agent_id="planner")
     login(page, tenant_key)
     page.goto(f"/ui/memories?user={user}")
@@ -68,11 +68,15 @@ def test_timeline_by_type_shows_hostile_and_chinese_text_as_text(
         '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2"> My favourite band is Mogwai.')
     assert page.evaluate("window.__pwned") is None and page.locator("main img").count() == 0
     expect(episodic).to_contain_text("Kungsleden")
+    window = page.locator("#type-working [data-session-id='chat']")
+    expect(window).to_contain_text("allergic to hazelnuts")
+    expect(window).to_contain_text("Noted.")
     pending = semantic.locator(f"[data-memory-id='{ids['pending']}']")
     expect(pending.locator(".badge.status-pending")).to_be_visible()
     expect(pending.locator(".badge.trust-low")).to_be_visible()
     for field in ("importance", "weight", "accessed"):
         expect(pending.locator(".meta")).to_contain_text(field)
+    page.screenshot(path=str(artifacts / "timeline.png"), full_page=True)
     page.select_option("#type", "episodic")  # applies on change
     page.wait_for_url("**type=episodic**")
     expect(page.locator("#type-semantic")).to_contain_text("semantic (0)")
@@ -162,3 +166,22 @@ def test_a_key_bound_to_users_sees_no_other_user(page: Page, server: ServerProce
     answer = page.goto(f"/ui/memories?user={user}")
     assert answer is not None and answer.status == 403
     expect(page.locator("main")).not_to_contain_text("Only the owner")
+
+
+def test_a_revoked_key_ends_its_sessions_at_once(page: Page, server: ServerProcess, remote: RemoteMemory,
+                                                 user: str) -> None:
+    from portamem.server.auth import KeyStore
+
+    remote.save_memory("Seen only while the key is valid.", user_id=user)
+    key = server.key("acme")
+    login(page, key)
+    page.goto(f"/ui/memories?user={user}")
+    expect(page.locator("main")).to_contain_text("Seen only while the key is valid.")
+    keys = KeyStore(server.db_url)
+    try:
+        keys.revoke(key.split("_")[1])
+    finally:
+        keys.close()
+    page.goto(f"/ui/memories?user={user}")
+    expect(page.locator("#key")).to_be_visible()
+    expect(page.locator("main")).not_to_contain_text("Seen only while")

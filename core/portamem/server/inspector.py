@@ -259,7 +259,13 @@ def mount_inspector(app: FastAPI, state: Any, *, read: Read, write: Write) -> Ui
             raise ValidationError(f"unknown type {params['type']!r}")
         records = await read(who, "read.list", mem.list_memories, user_id=user, tenant_id=who.tenant_id,
                              filters=timeline_filters(params), limit=TIMELINE_LIMIT)
-        return pages.timeline_page(user, records, params, **fr)
+        windows: dict[str, Any] = {}
+        if params.get("type") in (None, "", "working") and not any(
+                params.get(k) for k in ("status", "agent", "since", "until")):
+            windows = await read(who, "read.context", lambda user_id: {
+                sid: mem.context(user_id=user_id, session_id=sid, tenant_id=who.tenant_id)
+                for sid in mem.store.session_ids(who.tenant_id, user_id)}, user_id=user)
+        return pages.timeline_page(user, records, params, windows, **fr)
 
     @page_route("/ui/search")
     async def search(who: Principal, params: dict[str, str], fr: dict[str, Any]) -> str:

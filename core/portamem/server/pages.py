@@ -17,13 +17,15 @@ from urllib.parse import urlencode
 
 from ..audit import AuditFinding
 from ..explain import Explanation
-from ..records import MemoryRecord, MemoryType, SearchHit, Status, from_iso, to_iso, utcnow
+from ..records import MemoryRecord, MemoryType, SearchHit, Status, Turn, from_iso, to_iso, utcnow
 
 __all__ = ["Html", "el", "link", "page", "login_page", "home_page", "timeline_page", "search_page",
            "explanation_page", "review_page", "error_page", "COMPONENTS", "decayed_weight"]
 
 #: the score components a search hit's bars show, in this order
 COMPONENTS = ("vector", "keyword", "entity", "recency", "importance")
+#: searches an explanation lists at most, newest first (the count above says how many there were)
+SHOWN_SEARCHES = 200
 _VOID = frozenset({"input", "meta", "link", "br", "hr"})
 
 
@@ -162,8 +164,20 @@ def _record_line(r: MemoryRecord, now: datetime, *, extra: Any = None, after: An
               after)
 
 
-def timeline_page(user_id: str, records: Sequence[MemoryRecord], filters: Mapping[str, str], **frame: Any) -> Html:
-    """Memories newest first, one column per type."""
+def _window(session_id: str, turns: Sequence[Turn]) -> Html:
+    """A session's working window: the turns a prompt shows verbatim, newest first."""
+    return el("li", {"class": "memory window", "data-session-id": session_id},
+              el("div", {"class": "meta"}, el("b", None, f"window of session {session_id}"),
+                 f" · {len(turns)} turn(s)"),
+              el("ol", {"class": "turns"}, [el("li", {"class": "turn"}, when(t.created_at),
+                                               el("div", {"class": "content"}, el("b", None, "user: "), t.user),
+                                               el("div", {"class": "content"}, el("b", None, "assistant: "),
+                                                  t.assistant)) for t in reversed(turns)]))
+
+
+def timeline_page(user_id: str, records: Sequence[MemoryRecord], filters: Mapping[str, str],
+                  windows: Mapping[str, Sequence[Turn]] | None = None, **frame: Any) -> Html:
+    """Memories newest first, one column per type; the working column leads with the session windows."""
     now = utcnow()
     form = el("form", {"method": "get", "action": "/ui/memories", "class": "filters"},
               el("input", {"type": "hidden", "name": "user", "value": user_id}),
@@ -180,10 +194,11 @@ def timeline_page(user_id: str, records: Sequence[MemoryRecord], filters: Mappin
     columns = []
     for t in MemoryType:
         of_type = sorted((r for r in records if r.type is t), key=lambda r: r.created_at, reverse=True)
+        lines = [_window(sid, turns) for sid, turns in (windows or {}).items() if turns and t is MemoryType.WORKING]
+        lines += [_record_line(r, now) for r in of_type]
         columns.append(el("section", {"class": "column", "id": f"type-{t.value}"},
                           el("h2", None, f"{t.value} ({len(of_type)})"),
-                          el("ol", {"class": "timeline"}, [_record_line(r, now) for r in of_type])
-                          if of_type else el("p", {"class": "muted"}, "none")))
+                          el("ol", {"class": "timeline"}, lines) if lines else el("p", {"class": "muted"}, "none")))
     return page(f"Memories of {user_id}", frag(form, el("div", {"class": "columns"}, columns)),
                 user_id=user_id, **frame)
 
@@ -265,7 +280,7 @@ def explanation_page(user_id: str, why: Explanation, **frame: Any) -> Html:
                   el("td", None, h.get("actor") or ""), el("td", {"class": "detail"}, _detail(h.get("detail"))))
                for h in why.history]
     searches = [el("tr", None, el("td", None, when(x.at)), el("td", None, x.query), el("td", {"class": "num"}, x.rank),
-                   el("td", {"class": "num"}, f"{x.score:.3f}")) for x in reversed(why.retrievals)]
+                   el("td", {"class": "num"}, f"{x.score:.3f}")) for x in reversed(why.retrievals[-SHOWN_SEARCHES:])]
     body = frag(
         el("div", {"class": "content big"}, r.content),
         el("dl", {"class": "facts"}, [frag(el("dt", None, k), el("dd", None, v)) for k, v in facts]),
