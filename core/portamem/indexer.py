@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import IndexingTimeoutError
 from .records import MemoryRecord, Status, utcnow
+from .storage.claims import OutboxClaims
 from .store import REVIEW
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ Scope = tuple[str, str]
 _EMBED_CHUNK = 16
 #: seconds of history behind ``IndexStats.indexed_per_s``
 _RATE_WINDOW = 60.0
+#: how soon a round looks again at rows another process's indexer held (``storage.claims``)
+_HELD_RETRY_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class IndexStats:
     oldest_pending_s: float
     #: rows the indexer settled per second over the last minute
     indexed_per_s: float
-    #: rows settled since this Memory opened
+    #: rows this Memory's indexer wrote since it opened (not those another process's indexer settled)
     indexed_total: int
     #: the last batch's failure, until a batch succeeds (the rows stay queued and are retried)
     last_error: str | None
@@ -72,6 +75,8 @@ class Indexer:
         self._total = 0
         self._error: str | None = None
         self._thread = threading.Thread(target=self._run, name="portamem-indexer", daemon=True)
+        #: rows this indexer works on, where several processes share the outbox
+        self._claims = OutboxClaims(mem.store.engine)
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
@@ -88,6 +93,7 @@ class Indexer:
             self._cond.notify_all()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join()
+        self._claims.close()
 
     def enqueue(self, records: Iterable[MemoryRecord]) -> None:
         """Note rows about to be committed (before the commit, so that the thread cannot settle a row
@@ -189,6 +195,7 @@ class Indexer:
                     return
                 self._wake = False
                 round_id = self._requested
+            held = False  # rows another process's indexer holds: this round waits for them
             try:
                 after = 0
                 while not self._stop:
@@ -196,11 +203,20 @@ class Indexer:
                     if not rows:
                         break
                     after = rows[-1][0]
-                    done = self._process(rows)
+                    mine = self._claims.claim([pk for pk, _, _ in rows])
+                    held = held or len(mine) < len(rows)
+                    try:
+                        if self._claims.shared:  # ours alone, as they stand now that they are ours
+                            rows = self._mem.store.outbox(len(mine), pks=sorted(mine)) if mine else []
+                        if not rows:
+                            continue
+                        done, written = self._process(rows)
+                    finally:
+                        self._claims.release(sorted(mine))
                     with self._cond:
                         self._settled(done)
-                        self._done.append((time.monotonic(), len(done)))
-                        self._total += len(done)
+                        self._done.append((time.monotonic(), written))
+                        self._total += written
                         self._error = None
                         self._cond.notify_all()
                 else:
@@ -214,6 +230,10 @@ class Indexer:
                     self._wake = True
                 continue
             with self._cond:
+                if held:  # not drained yet: look again once the other indexer has committed them
+                    self._wake = True
+                    self._cond.wait_for(lambda: self._stop, _HELD_RETRY_S)
+                    continue
                 self._drained = max(self._drained, round_id)
                 noted = list(self._pending)
             # rows another process's indexer settled on a shared store leave the queue by their state
@@ -222,8 +242,8 @@ class Indexer:
                 self._settled(done)
                 self._cond.notify_all()
 
-    def _process(self, rows: Sequence[tuple[int, int, MemoryRecord]]) -> list[str]:
-        """Embed, review, index and commit one batch; returns the ids settled."""
+    def _process(self, rows: Sequence[tuple[int, int, MemoryRecord]]) -> tuple[list[str], int]:
+        """Embed, review, index and commit one batch; returns the ids settled and how many rows it wrote."""
         mem = self._mem
         todo = [r for _, _, r in rows if _needs_vector(mem, r)]
         vectors: dict[str, tuple[str, Any]] = {}
@@ -234,7 +254,7 @@ class Indexer:
         with mem._lock:
             current = mem.store.outbox(len(rows), pks=[pk for pk, _, _ in rows])
             if not current:  # indexed meanwhile by a synchronous change
-                return [r.memory_id for _, _, r in rows]
+                return [r.memory_id for _, _, r in rows], 0
             records = [r for _, _, r in current]
             stale = []
             for r in records:
@@ -263,7 +283,7 @@ class Indexer:
                 outcome.write(mem, conn)
                 mem.store.mark_indexed(list(touched), conn)
             mem.vectors.apply(upsert, [touched[m] for m in gone])
-        return [r.memory_id for _, _, r in rows]
+        return [r.memory_id for _, _, r in rows], len(current)
 
 
 def _needs_vector(mem: Memory, record: MemoryRecord) -> bool:

@@ -1,4 +1,5 @@
-"""Four processes write and search one shared store on servers at once: no lock, nothing lost, order kept."""
+"""Four processes write and search one shared store on servers at once: no lock, nothing lost, order kept,
+and their indexers, draining one outbox, never index a row twice."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ with Memory(settings=settings, embedder=get_embedder("use-multilingual-v3")) as 
         # a user every worker writes to: its keyword counters are updated by four writers at once
         mem.save_memory(f"Shared ledger line {worker}-{i} about tea and parcels 共享账本", user_id="shared")
         seen += len(mem.search_memory("parcel kiosk", user_id=f"own-{worker}", top_k=3))
-print(json.dumps({"worker": worker, "seen": seen}))
+print(json.dumps({"worker": worker, "seen": seen, "indexed": mem.stats().indexed_total}))
 """
 
 
@@ -62,9 +63,12 @@ def test_four_processes_share_one_store(backend: Backend, tmp_path: Path, embedd
     finally:
         for p in procs:
             p.kill()
+    indexed = 0
     for p, (out, err) in zip(procs, results):
         assert p.returncode == 0, err[-3000:]
-        assert json.loads(out.strip().splitlines()[-1])["seen"] > 0
+        report = json.loads(out.strip().splitlines()[-1])
+        assert report["seen"] > 0
+        indexed += report["indexed"]
 
     from portamem import Settings
 
@@ -87,6 +91,9 @@ def test_four_processes_share_one_store(backend: Backend, tmp_path: Path, embedd
         assert df == {t: sum(t in set(tokenize(keyword_text(r))) for r in shared) for t in tokens}
         got = mem.store.keyword_search(mem.tenant_id, "shared", "tea 共享 line", SearchFilters(), 10)
         assert [s for _, s in got] == pytest.approx([s for _, s in exact_bm25(shared, "tea 共享 line", 10)], rel=1e-9)
+        mem.flush()
+        # each row was embedded and indexed by exactly one of the indexers (this one takes what is left)
+        assert indexed + mem.stats().indexed_total == PROCESSES * WRITES * 2
         # every acknowledged write reached the vector index
         assert mem.index.count() == mem.store.count(filters=SearchFilters(statuses=(Status.ACTIVE,)))
         assert mem.index.ids() == mem.store.all_active_ids()
