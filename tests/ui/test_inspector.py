@@ -185,3 +185,19 @@ def test_a_revoked_key_ends_its_sessions_at_once(page: Page, server: ServerProce
     page.goto(f"/ui/memories?user={user}")
     expect(page.locator("#key")).to_be_visible()
     expect(page.locator("main")).not_to_contain_text("Seen only while")
+
+
+def test_a_user_id_with_quotes_markup_and_chinese_survives_links_and_forms(
+        page: Page, remote: RemoteMemory, tenant_key: str) -> None:
+    user = '用户 "o\'neil" <b>&amp;'
+    pending = remote.save_memory("Read on a blog: 会议改到周五。", user_id=user, source="web")
+    login(page, tenant_key)
+    page.goto("/ui")
+    page.locator("ul.users a", has_text="o'neil").click()
+    expect(page.locator("nav .user b")).to_have_text(user)
+    page.click("nav >> text=Review")
+    page.locator(f"[data-memory-id='{pending.memory_id}'] form.act-confirm button").click()
+    expect(page.locator(".notice")).to_contain_text("confirmed")
+    assert remote.get_memory(pending.memory_id, user_id=user).status.value == "active"
+    page.click("nav >> text=Timeline")
+    expect(page.locator(f"[data-memory-id='{pending.memory_id}'] .content")).to_have_text("Read on a blog: 会议改到周五。")

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Request
@@ -34,6 +34,9 @@ from ..recall import format_memories
 from ..records import MemoryType, Status
 from . import pages
 from .auth import Principal
+
+if TYPE_CHECKING:
+    from .app import ServerState
 
 __all__ = ["mount_inspector", "UiSessions", "COOKIE"]
 
@@ -140,7 +143,7 @@ def timeline_filters(params: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def mount_inspector(app: FastAPI, state: Any, *, read: Read, write: Write) -> UiSessions:
+def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Write) -> UiSessions:
     """Add the ``/ui`` routes to the API's app; ``read``/``write`` are the API's own audited call paths."""
     mem, sessions = state.memory, UiSessions()
     static = {name: _static(name) for name in _STATIC}
@@ -156,6 +159,10 @@ def mount_inspector(app: FastAPI, state: Any, *, read: Read, write: Write) -> Ui
             sessions.close(sid)
             raise
         return who, sid or "", row
+
+    def keyless() -> bool:
+        """Whether the server takes requests without a key (loopback, no key made yet)."""
+        return bool(state.open_access and not (state.keys is not None and state.keys.active_count()))
 
     def frame(who: Principal, row: _Session, params: dict[str, str]) -> dict[str, Any]:
         return {"csrf": row.csrf, "who": who.key_id, "notice": _DONE.get(params.get("done", ""))}
@@ -205,8 +212,7 @@ def mount_inspector(app: FastAPI, state: Any, *, read: Read, write: Write) -> Ui
         try:
             who, _, row = await principal(request)
         except AuthenticationError:
-            open_access = state.open_access and not (state.keys is not None and state.keys.active_count())
-            return _html(pages.login_page(open_access=open_access))
+            return _html(pages.login_page(open_access=await asyncio.to_thread(keyless)))
         if who.users is not None:
             users: list[str] = sorted(who.users)
         else:
@@ -221,8 +227,8 @@ def mount_inspector(app: FastAPI, state: Any, *, read: Read, write: Write) -> Ui
             token = fields.get("key", "").strip()
             await asyncio.to_thread(state.authenticate, token or None)
         except PortamemError as exc:
-            status = wire.status_for(exc)
-            return _html(pages.login_page(open_access=False, error=str(exc)), status)
+            return _html(pages.login_page(open_access=await asyncio.to_thread(keyless), error=str(exc)),
+                         wire.status_for(exc))
         sid, _ = sessions.open(token)
         response = RedirectResponse("/ui", status_code=303, headers=_HEADERS)
         response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/ui",
