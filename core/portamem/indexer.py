@@ -401,8 +401,10 @@ def index_now(mem: Memory, records: Sequence[MemoryRecord], deleted: Sequence[st
     """Bring the index in line after a committed change made under the Memory lock (refresh, forget,
     update, restore, import); rows without a vector of this model are left to the background indexer.
     A failure here is logged: the rows stay in the outbox and the indexer retries them."""
-    ready = [r for r in records if r.status is not Status.ACTIVE or not _needs_vector(mem, r)]
-    later = [r for r in records if r not in ready]
+    ready: list[MemoryRecord] = []
+    later: list[MemoryRecord] = []
+    for r in records:  # by identity: comparing records field by field made an import quadratic
+        (ready if r.status is not Status.ACTIVE or not _needs_vector(mem, r) else later).append(r)
     try:
         active = [r for r in ready if r.status is Status.ACTIVE]
         gone = list(deleted) + [r.memory_id for r in ready if r.status is not Status.ACTIVE]
