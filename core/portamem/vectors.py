@@ -5,8 +5,10 @@ Filter expressions are built from integers only (scope keys are hashes of tenant
 caller-supplied string is ever pasted into a Milvus expression.
 
 On a server (``http://host:19530[/database]``) collections are created with Strong consistency, so a
-search sees every write acknowledged before it without a flush; flushing there costs seconds and only
-seals segments, so it happens on demand (:meth:`MilvusVectorIndex.flush`), never per write.
+search sees every write acknowledged before it without a flush; flushing a Milvus server costs seconds
+and only seals segments, so it happens on demand (:meth:`MilvusVectorIndex.flush`), never per write.
+milvus-lite, embedded or served (``milvus-lite server``), converts its unflushed rows again on every
+search (seconds at 20k), so it is flushed every ``FLUSH_EVERY`` writes.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class VectorHit:
 class MilvusVectorIndex:
     """Cosine search over one collection, one partition per tenant+user (milvus-lite prunes by partition)."""
 
-    #: milvus-lite converts unflushed rows again on every search: flush it after this many writes
+    #: milvus-lite (embedded or served) converts unflushed rows again on every search: flush it after this many writes
     FLUSH_EVERY = 2000
     #: every query of every row ("" needs a limit on a server)
     _ALL = 'id != ""'
@@ -109,6 +111,8 @@ class MilvusVectorIndex:
                 raise StoreUnreachableError(f"cannot reach the Milvus server at {uri}: {exc}", uri) from exc
             try:
                 self._ensure_collection()
+                #: flushed in batches (``FLUSH_EVERY``): milvus-lite here or behind the URI
+                self.lite = self._local or "milvus_lite" in str(self.client.get_server_version())
             except Exception as exc:
                 self.client.close()
                 raise StoreOpenError(f"cannot prepare collection {self.name} in {uri}: {exc}") from exc
@@ -210,8 +214,13 @@ class MilvusVectorIndex:
             self._maybe_flush()
 
     def _maybe_flush(self) -> None:
-        if self._local and self._unflushed >= self.FLUSH_EVERY:
+        if self.lite and self._unflushed >= self.FLUSH_EVERY:
             self.flush()
+
+    @property
+    def unflushed(self) -> int:
+        """Writes since the last flush."""
+        return self._unflushed
 
     def flush(self) -> None:
         with self._lock:
