@@ -124,13 +124,15 @@ class RecordStoreTests:
         store = record_store()
         mine = corpus("ana", 60, seed=6)
         self._insert(store, mine)
-        f = SearchFilters.coerce({"types": ["episodic"], "created_after": (T0 + timedelta(hours=10)).isoformat()})
-        admitted = {r.memory_id for r in mine if f.admits(r)}
-        for query in QUERIES:
-            expected = [(m, s) for m, s in exact_bm25(mine, query, 100) if m in admitted][:5]
-            got = store.keyword_search("default", "ana", query, f, 5)
-            assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
-            assert {m for m, _ in got} <= admitted
+        # a filter most of the best matches pass, and one that passes only the oldest few of them
+        for f in (SearchFilters.coerce({"types": ["episodic"], "created_after": (T0 + timedelta(hours=10)).isoformat()}),
+                  SearchFilters.coerce({"created_before": (T0 + timedelta(hours=8)).isoformat()})):
+            admitted = {r.memory_id for r in mine if f.admits(r)}
+            for query in QUERIES:
+                expected = [(m, s) for m, s in exact_bm25(mine, query, 100) if m in admitted][:5]
+                got = store.keyword_search("default", "ana", query, f, 5)
+                assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+                assert {m for m, _ in got} <= admitted
 
     def test_keyword_statistics_follow_every_change(self, record_store: Callable[[], Any]) -> None:
         store = record_store()

@@ -235,7 +235,7 @@ class Retriever:
             for memory_id, _ in self.store.keyword_search(tenant_id, user_id, query, filters, k):
                 add(memory_id, "keyword")
         query_entities = extract_entities(query) if "entity" in sources else []
-        n_user = self.store.count(tenant_id, user_id)
+        n_user = self.store.user_count(tenant_id, user_id)
         entity_weights: dict[str, float] = {}
         unheld: list[str] = []
         if query_entities:

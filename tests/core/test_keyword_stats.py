@@ -29,7 +29,11 @@ def test_document_frequencies_follow_every_change(memory: Memory) -> None:
     _, df = memory.store.keyword_stats("default", "u", tokens)
     assert df == {"parcels": 2, "courier": 0, "reception": 1, "kiosk": 1}
     memory.forget_memory([a.memory_id], user_id="u")
+    # the search's record count comes from the counters: deleted rows still count until purged
+    assert memory.store.user_count("default", "u") == memory.store.count("default", "u") == 2
     memory.purge_deleted(now=utcnow() + timedelta(days=30))
+    assert memory.store.user_count("default", "u") == memory.store.count("default", "u") == 1
+    assert memory.store.user_count("default", "nobody") == 0
     _, df = memory.store.keyword_stats("default", "u", tokens)
     assert df == {t: _brute_df(memory, "u", t) for t in tokens} == {"parcels": 1, "courier": 0, "reception": 1, "kiosk": 0}
     assert memory.store.keyword_stats("default", "other", ["parcels"])[1] == {"parcels": 1}

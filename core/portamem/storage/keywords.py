@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -32,6 +33,8 @@ BM25_B = 0.75
 TERM_CHARS = 256
 #: the posting every record has, whatever its text
 _MARK = ""
+#: a search ranks this many times k records from the postings before it looks at their rows
+_SHORTLIST = 4
 
 keyword_md = sa.MetaData()
 
@@ -155,6 +158,13 @@ class PostingsKeywordIndex:
             conn.execute(table.delete())
 
     # ---------------------------------------------------------------- reads
+    @staticmethod
+    def size(conn: Connection, tenant_id: str, user_id: str) -> int:
+        """How many records the user has (every record has a posting): one key lookup."""
+        n = conn.execute(sa.select(users_t.c.n).where(users_t.c.tenant_id == tenant_id,
+                                                      users_t.c.user_id == user_id)).scalar()
+        return int(n or 0)
+
     def stats(self, conn: Connection, tenant_id: str, user_id: str, tokens: Sequence[str]) -> tuple[int, float, dict[str, int]]:
         """The user's record count, mean text length, and per token how many records hold it."""
         row = conn.execute(
@@ -182,34 +192,25 @@ class PostingsKeywordIndex:
     ) -> list[tuple[str, float]]:
         """The user's k best records by exact BM25 among those ``where`` admits: (memory_id, score).
 
-        One statement: the user's (n, total_len), each term's idf from ``keyword_df``, the postings of
-        those terms, summed per record, joined to ``records`` (which has ``pk`` and ``memory_id``).
+        The user's (n, total_len), each term's idf from ``keyword_df`` and the postings of those terms,
+        summed per record, in one statement. The best ``_SHORTLIST * k`` records by (score, pk) are
+        ranked from the postings alone and then checked against ``records`` (which has ``pk`` and
+        ``memory_id``); joining every scored record to its row first cost most of a search. When too few
+        of them pass ``where``, the join ranks them all: the same order either way, so the same top k.
         """
         terms = _terms(tokens)
         if not terms or k <= 0:
             return []
-        user = (
-            sa.select(_f8(users_t.c.n).label("n"), (_f8(users_t.c.total_len) / _f8(users_t.c.n)).label("avgdl"))
-            .where(users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id, users_t.c.n > 0)
-            .cte("bm25_user")
-        )
-        raw_idf = sa.func.ln((user.c.n - _f8(df_t.c.df) + 0.5) / (_f8(df_t.c.df) + 0.5))
-        idf = (
-            sa.select(df_t.c.term, sa.case((raw_idf > 0, raw_idf), else_=1e-6).label("idf"))
-            .select_from(df_t.join(user, sa.true()))
-            .where(df_t.c.tenant_id == tenant_id, df_t.c.user_id == user_id, df_t.c.term.in_(terms), df_t.c.df > 0)
-            .cte("bm25_idf")
-        )
-        p = postings_t.c
-        tf, dl = _f8(p.tf), _f8(p.doc_len)
-        term_score = idf.c.idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / user.c.avgdl))
-        scores = (
-            sa.select(p.record, sa.func.sum(term_score).label("score"))
-            .select_from(postings_t.join(idf, p.term == idf.c.term).join(user, sa.true()))
-            .where(p.tenant_id == tenant_id, p.user_id == user_id, p.term.in_(terms))
-            .group_by(p.record)
-            .subquery("bm25")
-        )
+        room = _SHORTLIST * k
+        short = [(int(r[0]), float(r[1])) for r in conn.execute(
+            _shortlist(), {"tenant": tenant_id, "user": user_id, "terms": terms, "room": room})]
+        admitted = {int(r[0]): r[1] for r in conn.execute(
+            sa.select(records.c.pk, records.c.memory_id).where(records.c.pk.in_([pk for pk, _ in short]), *where))
+        } if short else {}
+        found = [(admitted[pk], score) for pk, score in short if pk in admitted][:k]
+        if len(found) == k or len(short) < room:
+            return found
+        scores = _score_query(tenant_id, user_id, terms)
         q = (
             sa.select(records.c.memory_id, scores.c.score)
             .select_from(scores.join(records, records.c.pk == scores.c.record))
@@ -218,3 +219,39 @@ class PostingsKeywordIndex:
             .limit(k)
         )
         return [(r[0], float(r[1])) for r in conn.execute(q)]
+
+
+def _score_query(tenant_id: Any, user_id: Any, terms: Any) -> Any:
+    """(record, score): the BM25 of each of the user's records holding any of ``terms`` (values or
+    bound parameters)."""
+    user = (
+        sa.select(_f8(users_t.c.n).label("n"), (_f8(users_t.c.total_len) / _f8(users_t.c.n)).label("avgdl"))
+        .where(users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id, users_t.c.n > 0)
+        .cte("bm25_user")
+    )
+    raw_idf = sa.func.ln((user.c.n - _f8(df_t.c.df) + 0.5) / (_f8(df_t.c.df) + 0.5))
+    idf = (
+        sa.select(df_t.c.term, sa.case((raw_idf > 0, raw_idf), else_=1e-6).label("idf"))
+        .select_from(df_t.join(user, sa.true()))
+        .where(df_t.c.tenant_id == tenant_id, df_t.c.user_id == user_id, df_t.c.term.in_(terms), df_t.c.df > 0)
+        .cte("bm25_idf")
+    )
+    p = postings_t.c
+    tf, dl = _f8(p.tf), _f8(p.doc_len)
+    term_score = idf.c.idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / user.c.avgdl))
+    return (
+        sa.select(p.record, sa.func.sum(term_score).label("score"))
+        .select_from(postings_t.join(idf, p.term == idf.c.term).join(user, sa.true()))
+        .where(p.tenant_id == tenant_id, p.user_id == user_id, p.term.in_(terms))
+        .group_by(p.record)
+        .subquery("bm25")
+    )
+
+
+@lru_cache(maxsize=1)
+def _shortlist() -> Any:
+    """The best ``room`` records by (score, pk) from the postings alone; built once, since building
+    the statement cost as much as running it."""
+    scores = _score_query(sa.bindparam("tenant"), sa.bindparam("user"), sa.bindparam("terms", expanding=True))
+    return (sa.select(scores.c.record, scores.c.score).order_by(scores.c.score.desc(), scores.c.record.desc())
+            .limit(sa.bindparam("room")))
