@@ -19,6 +19,7 @@ import logging
 import queue as queue_mod
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -70,6 +71,8 @@ class ServerState:
         #: a keyless server (loopback only) serves its default tenant without a key
         self.open_access = open_access
         self.queue = WriteQueue(memory, max_pending=max_pending, max_batch=max_batch)
+        #: key lookups run here, never behind the searches in the default pool: a write waits for no search
+        self.auth_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="portamem-auth")
 
     def authenticate(self, token: str | None) -> Principal:
         if self.keys is not None and (token or not self.open_access or self.keys.active_count()):
@@ -161,6 +164,7 @@ def create_app(state: ServerState) -> FastAPI:
             yield
         finally:
             await asyncio.to_thread(q.stop)
+            state.auth_pool.shutdown(wait=False)
 
     app = FastAPI(
         title="portamem", version="1", lifespan=lifespan,
@@ -172,7 +176,7 @@ def create_app(state: ServerState) -> FastAPI:
     async def principal(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
                         request: Request) -> Principal:
         token = creds.credentials if creds is not None else request.headers.get("x-api-key")
-        return await asyncio.to_thread(state.authenticate, token)
+        return await asyncio.get_running_loop().run_in_executor(state.auth_pool, state.authenticate, token)
 
     Who = Annotated[Principal, Depends(principal)]
 
