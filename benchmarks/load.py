@@ -74,14 +74,18 @@ class Figures:
                 f"errors {self.errors}  429s {self.rejected}  lost writes {self.lost}")
 
 
+#: shares of add_turn, save and search in each user's loop (``--mix``)
+MIX = (0.4, 0.3, 0.3)
+
+
 def _action(rng: random.Random, user: str, i: int) -> tuple[str, dict[str, Any]]:
     topic, city = rng.choice(TOPICS), rng.choice(CITIES)
-    roll = rng.random()
-    if roll < 0.4:
+    roll = rng.random() * sum(MIX)
+    if roll < MIX[0]:
         return "turn", {"user_id": user, "session_id": "chat",
                         "user": f"Can you help with my {topic} in {city}? It is about item {i}.",
                         "assistant": f"Sure, I noted the {topic} in {city}."}
-    if roll < 0.7:
+    if roll < MIX[0] + MIX[1]:
         text = (f"{rng.choice(ZH)}，第{i}次。" if rng.random() < 0.2 else
                 f"My {topic} appointment {i} is in {city} on day {rng.randint(1, 28)}.")
         return "save", {"user_id": user, "content": text}
@@ -233,13 +237,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--users", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each phase")
     parser.add_argument("--embedder", default="use-multilingual-v3")
+    parser.add_argument("--mix", default="40,30,30",
+                        help="shares of add_turn, save and search (default 40,30,30; e.g. 0,1,0 for saves alone)")
     parser.add_argument("--dir", help="where the two stores go (default: a temporary directory)")
     args = parser.parse_args(argv)
     if not 1 <= args.users <= 5000 or not 0 < args.seconds <= 600:
         parser.error("--users must be 1..5000 and --seconds 0..600")
     root = Path(args.dir or tempfile.mkdtemp(prefix="portamem-load-"))
     os.environ["PORTAMEM_EMBEDDER"] = args.embedder
-    print(f"{args.users} simulated users, {args.seconds:g} s per phase, embedder {args.embedder}, "
+    global MIX
+    try:
+        mix = tuple(float(x) for x in args.mix.split(","))
+    except ValueError:
+        mix = ()
+    if len(mix) != 3 or min(mix) < 0 or not sum(mix):
+        parser.error("--mix takes three non-negative shares: add_turn,save,search")
+    MIX = mix  # type: ignore[assignment]
+    print(f"{args.users} simulated users, {args.seconds:g} s per phase, mix {args.mix} (turn,save,search), "
+          f"embedder {args.embedder}, "
           f"{os.cpu_count()} CPUs, stores in {root}", flush=True)
 
     settings = Settings.load(path=str(root / "in-process"))
