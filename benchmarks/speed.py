@@ -273,6 +273,17 @@ def main() -> None:
         figures += [("acknowledged save p50 (ms)", statistics.median(save_lat), "embed alone", statistics.median(emb_lat)),
                     ("acknowledged save p99 (ms)", _pct(save_lat, 0.99), "embed alone", _pct(emb_lat, 0.99))]
         mem.flush()
+        # the same saves to a user of 50: a write's cost must not grow with its user's size
+        small_lat = []
+        for text, *_ in spare[: args.saves]:
+            t = time.perf_counter()
+            mem.save_memory(text + " (small)", user_id="other0")
+            small_lat.append((time.perf_counter() - t) * 1000)
+        figures += [(f"acknowledged save p50, user of {args.n:,} (ms)", statistics.median(save_lat),
+                     "same, to a user of 50", statistics.median(small_lat)),
+                    (f"acknowledged save p99, user of {args.n:,} (ms)", _pct(save_lat, 0.99),
+                     "same, to a user of 50", _pct(small_lat, 0.99))]
+        mem.flush()
 
         # ---- batched acknowledged writes, then index lag at 80 % of the embedder's rate
         texts = [r[0] + " (batch)" for r in spare[args.saves:args.saves + 2000]]
