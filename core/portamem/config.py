@@ -94,6 +94,12 @@ class Settings:
     #: a new memory with cosine >= dedupe_threshold to one of the user's memories bumps its frequency
     dedupe: bool = True
     dedupe_threshold: float = 0.92
+    #: a new value of a single-valued attribute ("my budget is 8000") supersedes the old one
+    #: (``portamem.supersession``); off: both stay active and only the read path marks the conflict
+    supersede: bool = True
+    #: recall only for messages that refer back or name an entity the user's memories hold
+    #: (``portamem.recall.needs_recall``); off: every message is searched
+    recall_gate: bool = False
     #: run the write-triggers on every turn and keep what they vote for
     auto_capture: bool = True
     #: a trigger vote must be at least this strong to capture a turn
@@ -114,6 +120,9 @@ class Settings:
     replica_budget_mb: float = 512.0
     #: query embeddings kept (by model and text) so a repeated question is not embedded again
     query_cache_size: int = 1024
+    #: run maintenance (eviction, purge, consolidation, audit scan) every this many seconds in a
+    #: background thread of each ``Memory``; None: only when ``maintain()`` is called
+    maintain_interval_s: float | None = None
     #: reindex automatically on open when the embedder changed (else raise)
     auto_reindex: bool = True
     #: final-score multipliers by trust (high/medium/low); never higher for lower trust
@@ -149,6 +158,8 @@ class Settings:
             except (KeyError, TypeError, ValueError, ValidationError) as exc:
                 raise ConfigError(f"vector_calibration needs numbers 'mean' and 'std' (std > 0), "
                                   f"got {self.vector_calibration!r}") from exc
+        if self.maintain_interval_s is not None and not self.maintain_interval_s > 0:
+            raise ConfigError(f"maintain_interval_s must be a positive number of seconds, got {self.maintain_interval_s}")
         if not 0.0 <= self.unknown_entity_penalty <= 1.0:
             raise ConfigError(f"unknown_entity_penalty must be in [0, 1], got {self.unknown_entity_penalty}")
         if any(not isinstance(w, (int, float)) or w < 0 for w in self.weights.values()):
@@ -208,7 +219,7 @@ class Settings:
 
 
 def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
-    kind = str(f.type)
+    kind = str(f.type).removesuffix(" | None")
     try:
         if "dict" in kind:
             return json.loads(raw)

@@ -25,6 +25,8 @@ from .embeddings import Embedder, Kind, get_embedder
 from .errors import ValidationError
 from .filters import SearchFilters
 from .memory import Memory, MemoryDraft
+from .entities import extract_entities, normalize_entity
+from .recall import REFERENCES
 from .records import MemoryType, Status
 from .trust import trust_factors
 from .calibration import measure_background
@@ -246,8 +248,8 @@ def _ingested(
 ) -> Iterator[tuple[Memory, dict[str, str], dict[str, int]]]:
     """A throwaway store holding one conversation: each turn an episodic memory of its user."""
     path = tempfile.mkdtemp(prefix="portamem-eval-")
-    # every turn is kept, even "Thanks!" said twice: evidence ids must survive
-    mem = Memory(settings=settings.replace(path=path, dedupe=False), embedder=embedder)
+    # every turn is kept, even "Thanks!" said twice or a changed "my ... is": evidence ids must survive
+    mem = Memory(settings=settings.replace(path=path, dedupe=False, supersede=False), embedder=embedder)
     try:
         ids: dict[str, str] = {}
         bar = _progress(len(conv.turns), f"ingest {conv.sample_id}", show_progress)
@@ -308,6 +310,30 @@ def _relative(mem: Memory, query: str, user_id: str, trace: Sequence[TraceEntry]
                               now=now, top_k=depth, min_score=0.0, settings=s,
                               duplicate_cosine=s.dedupe_threshold, trust_factor=trust_factors(s.trust_factors))
     return [h.memory_id for h in hits]
+
+
+def gate_savings(convs: Sequence[LocomoConversation]) -> dict[str, Any]:
+    """How many recalls the pre-think gate (``portamem.recall.needs_recall``) saves: every turn taken
+    as a message to an agent that remembers the turns before it, and every question asked at the end."""
+    turns = skipped = questions = skipped_questions = 0
+    for conv in convs:
+        held: set[str] = set()
+        for turn in conv.turns:
+            turns += 1
+            skipped += not _gate(turn.text, held)
+            # the speaker leads the memory's text ("Ida: ..."), where a sentence-initial name is not read
+            held.update(normalize_entity(e) for e in [turn.speaker, *extract_entities(turn.content)])
+        for q in conv.questions:
+            questions += 1
+            skipped_questions += not _gate(q.question, held)
+    return {"turns": turns, "turns_skipped": round(skipped / turns, 4) if turns else 0.0,
+            "questions": questions, "questions_skipped": round(skipped_questions / questions, 4) if questions else 0.0}
+
+
+def _gate(message: str, held: set[str]) -> bool:
+    if REFERENCES.search(message):
+        return True
+    return any(normalize_entity(e) in held for e in extract_entities(message))
 
 
 def evaluate_locomo(
@@ -402,6 +428,7 @@ def evaluate_locomo(
         "min_score": settings.min_score,
         "results": results,
         "mean_returned": round(float(np.mean(returned)), 2) if returned else 0.0,
+        "gate": gate_savings(convs),
         "negatives": {"questions": asked, **{m: round(n / asked, 4) if asked else None for m, n in empty.items()}},
         "margins": {
             m: {key: round(hybrid[key] - r["overall"][key], 4) for key in hybrid if key != "n"}
@@ -437,6 +464,10 @@ def format_evaluation(report: Mapping[str, Any]) -> str:
                      f"nothing returned for {neg['hybrid']:.1%} (hybrid, min_score {report['min_score']:g}), "
                      f"{neg['relative']:.1%} (relative scale, no threshold); hybrid returned "
                      f"{report['mean_returned']:g} of at most {report['mrr_depth']} per own question")
+    gate = report.get("gate")
+    if gate:
+        lines.append(f"pre-think gate (off by default): would skip recall for {gate['turns_skipped']:.1%} of "
+                     f"{gate['turns']} turns taken as messages, {gate['questions_skipped']:.1%} of the questions")
     for method, margin in report.get("margins", {}).items():
         parts = ", ".join(f"{k} {v:+.3f} ({v / results[method]['overall'][k]:+.0%})" if results[method]["overall"][k]
                           else f"{k} {v:+.3f}" for k, v in margin.items())

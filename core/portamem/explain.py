@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
+
 from .pipeline import WriteContext
 from .plugins import Hooks
 from .records import MemoryRecord, SearchHit, from_iso, to_iso
-from .store import RecordStore
+from .store import RecordStore, memories
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -43,6 +45,9 @@ class RetrievalLog:
     writes the rest, on close and on ``explain``. Rows still buffered are lost if the process dies.
     The query is stored after PII redaction. The newest ``keep`` rows of the store are kept (older
     ones are dropped as new ones arrive), so a busy server's log does not grow without end.
+
+    A search whose hits reach the prompt (``touch``) also counts as a use of each hit: the same
+    writer adds to its ``access_count`` and moves ``last_accessed_at``, which decay counts from.
     """
 
     def __init__(self, store: RecordStore, hooks: Hooks, *, batch: int = 256, keep: int = RETRIEVAL_LOG_ROWS) -> None:
@@ -51,30 +56,46 @@ class RetrievalLog:
         self.batch = batch
         self.keep = keep
         self._rows: list[dict[str, Any]] = []
+        #: (tenant_id, memory_id) -> [uses, last use]
+        self._touches: dict[tuple[str, str], list[float]] = {}
         self._lock = threading.Lock()
         self._writer: threading.Thread | None = None
 
-    def record(self, query: str, hits: Sequence[SearchHit], ctx: WriteContext) -> None:
+    def record(self, query: str, hits: Sequence[SearchHit], ctx: WriteContext, *, touch: bool = False,
+               now: datetime | None = None) -> None:
+        """Log which search returned which memory; with ``touch``, count each hit as used at ``now``."""
         if not hits:
             return
         text, _ = self.hooks.redact(query, ctx)  # redacted whole: a cut first could split a number
         text = text[:500]
-        now, search_id = time.time(), uuid.uuid4().hex
-        rows = [{"ts": now, "search_id": search_id, "tenant_id": ctx.tenant_id, "user_id": ctx.user_id,
+        ts, search_id = time.time(), uuid.uuid4().hex
+        rows = [{"ts": ts, "search_id": search_id, "tenant_id": ctx.tenant_id, "user_id": ctx.user_id,
                  "memory_id": h.memory_id, "rank": rank, "score": float(h.score), "query": text}
                 for rank, h in enumerate(hits, 1)]
+        used = now.timestamp() if now is not None else ts
         with self._lock:
             self._rows.extend(rows)
+            if touch:
+                for h in hits:
+                    seen = self._touches.setdefault((ctx.tenant_id, h.memory_id), [0, used])
+                    seen[0] += 1
+                    seen[1] = max(seen[1], used)
             if len(self._rows) < self.batch or (self._writer is not None and self._writer.is_alive()):
                 return
             self._writer = threading.Thread(target=self._write, name="portamem-retrieval-log", daemon=True)
             self._writer.start()
 
-    def _write(self) -> None:
+    def _take(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         with self._lock:
             rows, self._rows = self._rows, []
+            touches, self._touches = self._touches, {}
+        return rows, [{"tenant_id": t, "memory_id": m, "n": n, "ts": ts} for (t, m), (n, ts) in touches.items()]
+
+    def _write(self) -> None:
+        rows, touches = self._take()
         try:
             self.store.log_retrievals(rows, keep=self.keep)
+            record_access(self.store, touches)
         except Exception:  # a diagnostic log must never fail a search; the rows are lost
             log.exception("writing %d retrieval log rows failed", len(rows))
 
@@ -83,9 +104,28 @@ class RetrievalLog:
         writer = self._writer
         if writer is not None:
             writer.join()
-        with self._lock:
-            rows, self._rows = self._rows, []
+        rows, touches = self._take()
         self.store.log_retrievals(rows, keep=self.keep)
+        record_access(self.store, touches)
+
+
+def record_access(store: RecordStore, touches: Sequence[dict[str, Any]]) -> None:
+    """Count uses: each row (tenant_id, memory_id, n, ts) adds n to access_count and moves
+    last_accessed_at forward to ts (never back), in one statement for the batch. No index changes:
+    neither the keyword nor the vector index holds these fields."""
+    if not touches:
+        return
+    c = memories.c
+    last = sa.func.coalesce(c.last_accessed_at, 0.0)
+    stmt = (
+        memories.update()
+        .where(c.tenant_id == sa.bindparam("t_tenant"), c.memory_id == sa.bindparam("t_id"))
+        .values(access_count=c.access_count + sa.bindparam("t_n"),
+                last_accessed_at=sa.case((last > sa.bindparam("t_ts"), last), else_=sa.bindparam("t_ts")))
+    )
+    with store.transaction() as conn:
+        conn.execute(stmt, [{"t_tenant": r["tenant_id"], "t_id": r["memory_id"], "t_n": int(r["n"]),
+                             "t_ts": float(r["ts"])} for r in touches])
 
 
 @dataclass(frozen=True)
@@ -122,7 +162,8 @@ class Explanation:
             "kind": r.kind, "status": r.status.value, "source": r.source.value, "trust": r.trust.value,
             "importance": r.importance, "importance_band": r.importance_band, "access_count": r.access_count,
             "frequency": r.frequency, "written_at": to_iso(self.written_at), "written_by": self.written_by,
-            "session_id": self.session_id, "agent_id": r.agent_id, "turns": self.turns, "guard": self.guard,
+            "session_id": self.session_id, "agent_id": r.agent_id, "supersedes": r.supersedes,
+            "superseded_by": r.superseded_by, "turns": self.turns, "guard": self.guard,
             "trust_note": self.trust_note, "redactions": self.redactions,
             "history": [{**h, "ts": to_iso(h["ts"])} for h in self.history],
             "retrievals": [{"at": to_iso(x.at), "query": x.query, "rank": x.rank, "score": x.score,
@@ -141,6 +182,10 @@ class Explanation:
             f"  source {r.source.value}, trust {r.trust.value}, importance {r.importance:.2f} (band {r.importance_band}),"
             f" seen {r.frequency}x, accessed {r.access_count}x",
         ]
+        if r.superseded_by:
+            lines.append(f"  superseded by {r.superseded_by} (a newer value; kept as history)")
+        if r.supersedes:
+            lines.append(f"  supersedes {r.supersedes}")
         for t in self.turns:
             lines.append(f"  from turn {t.get('created_at', '?')}: user: {str(t.get('user', ''))[:80]!r}")
         if self.guard:

@@ -40,6 +40,7 @@ class SearchFilters:
     sources: tuple[Source, ...] | None = None
     trusts: tuple[Trust, ...] | None = None
     session_id: str | None = None
+    #: an agent's scope: its own private memories plus the shared layer (``agent_id`` None)
     agent_id: str | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
@@ -90,7 +91,7 @@ class SearchFilters:
             and (not self.sources or record.source in self.sources)
             and (not self.trusts or record.trust in self.trusts)
             and (self.session_id is None or record.session_id == self.session_id)
-            and (self.agent_id is None or record.agent_id == self.agent_id)
+            and (self.agent_id is None or record.agent_id in (self.agent_id, None))
             and (self.created_after is None or created > self.created_after.timestamp())
             and (self.created_before is None or created <= self.created_before.timestamp())
             and (self.min_importance is None or record.importance >= self.min_importance)

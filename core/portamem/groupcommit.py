@@ -20,7 +20,7 @@ from .errors import PortamemError, ValidationError
 from .pipeline import WriteContext
 from .privacy import redact_turn
 from .records import MemoryRecord, Turn, utcnow
-from .window import capture_draft, episode
+from .window import capture_draft, compress
 from .writing import SaveRequest, SaveResult, drafted, stage
 
 if TYPE_CHECKING:
@@ -135,13 +135,13 @@ def _apply(mem: Memory, segment: Sequence[tuple[SaveResult, _Turn | None]]) -> N
 
 
 def _turn(mem: Memory, conn: Any, planned: _Turn, audit: list[dict[str, Any]]) -> list[MemoryRecord]:
-    """Append a turn to its window in ``conn``; the turns it pushes out become the returned episode."""
+    """Append a turn to its window in ``conn``; the turns it pushes out become the returned
+    episode and tool memories (``portamem.window.compress``)."""
     tenant_id, user_id, session_id, turn = planned.tenant_id, planned.user_id, planned.session_id, planned.turn
     window = mem.store.turns(tenant_id, user_id, session_id, conn=conn)
     overflow = len(window) + 1 - mem.settings.window_turns
     evicted = [*window, turn] if overflow > len(window) else window[: max(0, overflow)]
-    compressed = episode(mem, evicted, user_id, tenant_id, session_id) if evicted else None
-    episodes = [compressed] if compressed is not None else []
+    episodes = compress(mem, evicted, user_id, tenant_id, session_id) if evicted else []
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=mem.settings, session_id=session_id)
     kept = redact_turn(mem.hooks, turn, ctx) if mem.settings.redact_window else turn
     if not any(t is turn for t in evicted):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -34,6 +34,7 @@ __all__ = [
     "portamem_eviction_policy",
     "portamem_register_eviction_policies",
     "portamem_summarize_turns",
+    "portamem_merge_statements",
 ]
 
 hookspec = pluggy.HookspecMarker("portamem")
@@ -146,8 +147,9 @@ def portamem_register_eviction_policies(register: Callable[[str, Callable[..., S
 
 
 @hookspec(firstresult=True)
-def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> str | None:
-    """Compress turns leaving the working window into the text of one episodic memory.
+def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> str | dict[str, Any] | None:
+    """Compress turns leaving the working window into the text of one episodic memory, or into the
+    five episode fields ``{summary, key_facts, user_intent, outcome, entities}`` (``summary`` is the text).
 
     Stops at first non-None result; the built-in extractive summariser comes last.
 
@@ -156,3 +158,20 @@ def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> st
     :return: the episodic memory's text, or None to pass.
     """
 
+
+
+@hookspec(firstresult=True)
+def portamem_merge_statements(older: MemoryRecord, newer: MemoryRecord, context: WriteContext) -> str | None:
+    """Merge a statement and the newer one that supersedes it (another value of the same attribute)
+    into one statement that keeps what still holds ("my budget was 5000, it is 8000 now").
+
+    Called by the indexer's review when ``newer`` supersedes ``older``. The merged statement is
+    stored PENDING and becomes active in place of ``newer`` when a later write names its entity or
+    attribute again (``portamem.supersession``). Stops at first non-None result; there is no
+    built-in merger (rule mode keeps the two statements as they are).
+
+    :param older: the statement being superseded.
+    :param newer: the statement that supersedes it.
+    :param context: whose memory it is and the settings.
+    :return: the merged text, or None to pass.
+    """

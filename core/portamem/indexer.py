@@ -17,13 +17,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import IndexingTimeoutError
 from .records import MemoryRecord, Status, utcnow
 from .storage.claims import OutboxClaims
 from .store import REVIEW
+from .supersession import Supersessions, supersede
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -304,10 +305,12 @@ class Outcome:
     reviewed: list[MemoryRecord]
     confirmations: list[Any]
     merges: list[tuple[MemoryRecord, MemoryRecord]]
+    superseded: Supersessions = field(default_factory=Supersessions)
 
     @property
     def changed(self) -> list[MemoryRecord]:
-        return [*self.reviewed, *(c.pending for c in self.confirmations), *(t for t, _ in self.merges)]
+        return [*self.reviewed, *(c.pending for c in self.confirmations), *(t for t, _ in self.merges),
+                *self.superseded.changed]
 
     def write(self, mem: Memory, conn: Any) -> None:
         from . import trust
@@ -325,6 +328,7 @@ class Outcome:
                 kind=target.kind, half_life_days=target.half_life_days, trust=target.trust.value,
                 updated_at=target.updated_at.timestamp(), metadata=target.metadata,
             )
+        self.superseded.write(mem, conn, {r.memory_id for r in self.reviewed})
         retired = [(c.pending, c.by) for c in self.confirmations] + self.merges
         mem.store.audit_many(
             conn,
@@ -366,7 +370,8 @@ def settle(mem: Memory, records: Sequence[MemoryRecord]) -> Outcome:
     """Trust review and dedupe of newly committed rows (embeddings attached) against the index.
 
     A row that repeats a stored PENDING memory, or duplicates an older memory, is retired into it
-    (status deleted, ``superseded_by`` the older id); the older one counts the sighting.
+    (status deleted, ``superseded_by`` the older id); the older one counts the sighting. A row that
+    gives a new value of an attribute supersedes the older value (``portamem.supersession``).
     """
     from . import trust
     from .writing import dedupe, unhold
@@ -393,7 +398,7 @@ def settle(mem: Memory, records: Sequence[MemoryRecord]) -> Outcome:
         duplicate.status = Status.DELETED
         duplicate.superseded_by = target.memory_id
         duplicate.deleted_at = now
-    return Outcome(list(records), confirmations, merges)
+    return Outcome(list(records), confirmations, merges, supersede(mem, records, near))
 
 
 # ---------------------------------------------------------------------- synchronous upkeep

@@ -1,9 +1,13 @@
-"""Maintenance: decay eviction through the policy hooks, purge after grace, consolidation over capacity."""
+"""Maintenance: decay eviction through the policy hooks, purge after grace, consolidation over capacity,
+and the scheduled maintainer that runs it (and the audit scan) in the background."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,12 +15,14 @@ import numpy as np
 from .dedupe import is_duplicate
 from .errors import ValidationError
 from .filters import SearchFilters
-from .records import MemoryRecord, utcnow
+from .records import MemoryRecord, Status, utcnow
 
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["MaintenanceReport", "maintain", "consolidate"]
+__all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb", "purge", "restore"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -25,6 +31,8 @@ class MaintenanceReport:
     purged: int = 0
     #: (kept id, merged ids)
     consolidated: list[tuple[str, list[str]]] = field(default_factory=list)
+    #: memories the audit scan flagged for review (scheduled runs only)
+    audit_findings: int = 0
 
 
 def maintain(
@@ -34,6 +42,7 @@ def maintain(
     now = now or utcnow()
     tenant_id = tenant_id or mem.tenant_id
     report = MaintenanceReport()
+    mem.retrieval_log.flush()  # decay counts from the last use: the buffered uses first
     named = mem.hooks.eviction_policies()
     if policy is not None and policy not in named:
         raise ValidationError(f"unknown eviction policy {policy!r}; known: {sorted(named)}")
@@ -82,6 +91,106 @@ def consolidate(mem: Memory, pool: list[MemoryRecord], *, now: datetime) -> list
                 groups.append((records[i], [records[j] for j in dup]))
     out = []
     for keep, merged in groups:
-        mem._absorb(keep, merged, now=now)
+        absorb(mem, keep, merged, now=now)
         out.append((keep.memory_id, [m.memory_id for m in merged]))
     return out
+
+
+def absorb(mem: Memory, keep: MemoryRecord, merged: Sequence[MemoryRecord], *, now: datetime) -> None:
+    """Consolidate: ``keep`` takes the others' frequency, accesses and top importance; they are retired."""
+    keep.frequency += sum(m.frequency for m in merged)
+    keep.access_count += sum(m.access_count for m in merged)
+    top = max([keep, *merged], key=lambda r: r.importance)
+    keep.importance, keep.importance_band = top.importance, top.importance_band
+    keep.updated_at = now
+    with mem.store.transaction() as conn:
+        mem.store.update_fields(
+            conn, [keep.memory_id], reindex=True, frequency=keep.frequency, access_count=keep.access_count,
+            importance=keep.importance, importance_band=keep.importance_band, updated_at=now.timestamp(),
+        )
+        mem.store.audit(conn, "consolidate", tenant_id=keep.tenant_id, user_id=keep.user_id,
+                        memory_id=keep.memory_id, actor="maintain", detail={"merged": [m.memory_id for m in merged]})
+    mem._index_records([keep])
+    mem._soft_delete([m.memory_id for m in merged], user_id=keep.user_id, tenant_id=keep.tenant_id,
+                     action="consolidate", actor="maintain", now=now, superseded_by=keep.memory_id)
+
+
+def purge(mem: Memory, tenant_id: str, cutoff: float) -> int:
+    """Hard-delete the tenant's soft-deleted records deleted at or before ``cutoff`` (a timestamp);
+    superseded memories are history, never purged."""
+    victims = [
+        r for r in mem.store.list(tenant_id, None, SearchFilters(statuses=(Status.DELETED,)))
+        if r.deleted_at is not None and r.deleted_at.timestamp() <= cutoff
+    ]
+    if not victims:
+        return 0
+    with mem.store.transaction() as conn:
+        n = mem.store.purge(conn, [r.memory_id for r in victims], tenant_id=tenant_id)
+        mem.store.audit_many(
+            conn,
+            [{"action": "purge", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id}
+             for r in victims],
+        )
+    return n
+
+
+def restore(mem: Memory, record: MemoryRecord) -> MemoryRecord:
+    """Undo a soft delete (forget, eviction) of a record not yet purged; anything else is left as is."""
+    if record.status is not Status.DELETED:
+        return record
+    record.status = Status.ACTIVE
+    record.deleted_at = None
+    record.updated_at = utcnow()
+    with mem.store.transaction() as conn:
+        mem.store.update_fields(conn, [record.memory_id], reindex=True, status="active", deleted_at=None,
+                                updated_at=record.updated_at.timestamp())
+        mem.store.audit(conn, "restore", tenant_id=record.tenant_id, user_id=record.user_id,
+                        memory_id=record.memory_id)
+    mem._attach_embeddings([record])
+    mem._index_records([record])
+    return record
+
+
+class Maintainer:
+    """Runs ``Memory.maintain`` and ``Memory.audit_scan`` every ``interval_s`` seconds in a daemon
+    thread (``Settings.maintain_interval_s``; a server process gets it by setting that too).
+
+    A failing run is logged and the next one still comes; ``stop`` waits for a run in progress.
+    """
+
+    def __init__(self, mem: Memory, interval_s: float) -> None:
+        if interval_s <= 0:
+            raise ValidationError(f"maintain_interval_s must be positive, got {interval_s!r}")
+        self.mem = mem
+        self.interval_s = float(interval_s)
+        self.runs = 0
+        self.last: MaintenanceReport | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="portamem-maintainer", daemon=True)
+
+    def start(self) -> Maintainer:
+        self._thread.start()
+        return self
+
+    def run_once(self) -> MaintenanceReport:
+        report = self.mem.maintain()
+        report.audit_findings = len(self.mem.audit_scan())
+        self.runs += 1
+        self.last = report
+        log.info("maintenance: %d evicted, %d purged, %d consolidated, %d to review", len(report.evicted),
+                 report.purged, len(report.consolidated), report.audit_findings)
+        return report
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.run_once()
+            except Exception:
+                if self._stop.is_set():
+                    return
+                log.exception("scheduled maintenance failed; trying again in %g s", self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()

@@ -40,7 +40,7 @@ from .explain import explain as explain_record
 from .privacy import reveal
 from .vault import Vault, load_private_key
 from .keys import KeyedMemory, Namespace
-from .lifecycle import MaintenanceReport, maintain
+from .lifecycle import Maintainer, MaintenanceReport, maintain, purge, restore
 from .pipeline import WriteContext
 from .plugins import Hooks, get_plugin_manager
 from .portable import export_jsonl, import_jsonl
@@ -116,12 +116,15 @@ class Memory(KeyedMemory):
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
         self.indexer = Indexer(self, batch=settings.index_batch)
         self._closed = False
+        self.maintainer: Maintainer | None = None
         try:
             reconcile(self, progress)
             self.indexer.start()
         except BaseException:
             self.close()
             raise
+        if settings.maintain_interval_s:
+            self.maintainer = Maintainer(self, settings.maintain_interval_s).start()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Memory:
@@ -135,6 +138,8 @@ class Memory(KeyedMemory):
         on the next open), then release the stores. Idempotent."""
         if self._closed:
             return
+        if self.maintainer is not None:
+            self.maintainer.stop()
         try:
             if self.indexer.stats().last_error is None:
                 self.indexer.flush(self.settings.index_wait_s)
@@ -315,8 +320,12 @@ class Memory(KeyedMemory):
         shown: Iterable[str] = (),
         debug: bool | IO[str] = False,
         trace: list[TraceEntry] | None = None,
+        touch: bool = False,
     ) -> list[SearchHit]:
         """Hybrid search of one user's memories; each hit carries its score breakdown and provenance.
+
+        ``touch`` counts the hits as used (their prompt is built from them, as ``recall`` does): their
+        access count and last use move, off the search path, with the retrieval log's batched writes.
 
         ``sources`` and ``weights`` narrow or reweigh the read path (baselines, tuning). Memories the
         prompt already holds, the turns of ``window_session``'s working window and the ``shown`` texts,
@@ -373,7 +382,10 @@ class Memory(KeyedMemory):
             trust_factor=trust.trust_factors(s.trust_factors),
             unknown_entity_penalty=s.unknown_entity_penalty,
         )
-        self.retrieval_log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s))
+        if f.agent_id is not None:  # the agent's private memories before the shared layer
+            hits.sort(key=lambda h: h.record.agent_id is None)
+        self.retrieval_log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s),
+                                  touch=touch, now=now)
         if debug:
             assert trace is not None
             print(explain(query, trace, format_memories(hits)), file=sys.stderr if debug is True else debug)
@@ -455,25 +467,6 @@ class Memory(KeyedMemory):
         self._index_records([], deleted=changed)
         return changed
 
-    def _absorb(self, keep: MemoryRecord, merged: Sequence[MemoryRecord], *, now: datetime) -> None:
-        """Consolidate: ``keep`` takes the others' frequency, accesses and top importance; they are retired."""
-        keep.frequency += sum(m.frequency for m in merged)
-        keep.access_count += sum(m.access_count for m in merged)
-        top = max([keep, *merged], key=lambda r: r.importance)
-        keep.importance, keep.importance_band = top.importance, top.importance_band
-        keep.updated_at = now
-        with self.store.transaction() as conn:
-            self.store.update_fields(
-                conn, [keep.memory_id], reindex=True, frequency=keep.frequency, access_count=keep.access_count,
-                importance=keep.importance, importance_band=keep.importance_band, updated_at=now.timestamp(),
-            )
-            self.store.audit(conn, "consolidate", tenant_id=keep.tenant_id, user_id=keep.user_id,
-                             memory_id=keep.memory_id, actor="maintain",
-                             detail={"merged": [m.memory_id for m in merged]})
-        self._index_records([keep])
-        self._soft_delete([m.memory_id for m in merged], user_id=keep.user_id, tenant_id=keep.tenant_id,
-                          action="consolidate", actor="maintain", now=now, superseded_by=keep.memory_id)
-
     def maintain(self, *, now: datetime | None = None, policy: str | None = None,
                  tenant_id: str | None = None) -> MaintenanceReport:
         """Evict decayed memories (marked, restorable), purge those past the grace period, consolidate.
@@ -495,20 +488,7 @@ class Memory(KeyedMemory):
         tenant_id = self._tenant(tenant_id)
         with self._lock:
             record = self._owned([memory_id], user_id, tenant_id)[memory_id]
-            if record.status is not Status.DELETED:
-                return record
-            record.status = Status.ACTIVE
-            record.deleted_at = None
-            record.updated_at = utcnow()
-            with self.store.transaction() as conn:
-                self.store.update_fields(
-                    conn, [memory_id], reindex=True, status="active", deleted_at=None,
-                    updated_at=record.updated_at.timestamp(),
-                )
-                self.store.audit(conn, "restore", tenant_id=tenant_id, user_id=user_id, memory_id=memory_id)
-            self._attach_embeddings([record])
-            self._index_records([record])
-        return record
+            return restore(self, record)
 
     def purge_deleted(
         self, *, older_than: timedelta | None = None, tenant_id: str | None = None, now: datetime | None = None
@@ -521,20 +501,7 @@ class Memory(KeyedMemory):
         grace = older_than if older_than is not None else timedelta(days=self.settings.grace_days)
         cutoff = ((now or utcnow()) - grace).timestamp()
         with self._lock:
-            victims = [
-                r for r in self.store.list(tenant_id, None, SearchFilters(statuses=(Status.DELETED,)))
-                if r.deleted_at is not None and r.deleted_at.timestamp() <= cutoff
-            ]
-            if not victims:
-                return 0
-            with self.store.transaction() as conn:
-                n = self.store.purge(conn, [r.memory_id for r in victims], tenant_id=tenant_id)
-                self.store.audit_many(
-                    conn,
-                    [{"action": "purge", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id}
-                     for r in victims],
-                )
-            return n
+            return purge(self, tenant_id, cutoff)
 
     def refresh_memory(
         self, memory_id: str, delta: float = 0.1, *, user_id: str, tenant_id: str | None = None

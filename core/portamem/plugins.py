@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -146,10 +146,22 @@ class Hooks:
         )
         return None if found is None else found[1]
 
-    def summarize_turns(self, turns: Sequence[Turn], context: WriteContext) -> str | None:
+    def summarize_turns(self, turns: Sequence[Turn], context: WriteContext) -> str | dict[str, Any] | None:
+        """The episode text, or the five episode fields (a mapping whose ``summary`` is that text)."""
+        def valid(r: Any) -> bool:
+            text = r.get("summary") if isinstance(r, Mapping) else r
+            return isinstance(text, str) and bool(text.strip())
+
         found = self._first(
-            "portamem_summarize_turns", lambda r: isinstance(r, str) and bool(r.strip()), "a non-empty str",
+            "portamem_summarize_turns", valid, "a non-empty str or a mapping with a non-empty 'summary'",
             turns=turns, context=context,
+        )
+        return None if found is None else (dict(found[1]) if isinstance(found[1], Mapping) else found[1])
+
+    def merge_statements(self, older: MemoryRecord, newer: MemoryRecord, context: WriteContext) -> str | None:
+        found = self._first(
+            "portamem_merge_statements", lambda r: isinstance(r, str) and bool(r.strip()), "a non-empty str",
+            older=older, newer=newer, context=context,
         )
         return None if found is None else found[1]
 

@@ -52,6 +52,8 @@ class Status(str, Enum):
     PENDING = "pending"
     QUARANTINED = "quarantined"
     DELETED = "deleted"
+    #: replaced by a newer value of the same attribute (``superseded_by``); kept as history, never recalled
+    SUPERSEDED = "superseded"
 
 
 #: trust a source gets when the caller does not say (DESIGN: system/tool high, user medium, web low)

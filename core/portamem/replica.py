@@ -126,8 +126,8 @@ class UserVectors:
             parts.append(np.isin(self.trust[:n], [_TRUST[t.value] for t in f.trusts]))
         if f.session_id is not None:
             parts.append(self.session[:n] == opt_key("session", f.session_id))
-        if f.agent_id is not None:
-            parts.append(self.agent[:n] == opt_key("agent", f.agent_id))
+        if f.agent_id is not None:  # the agent's own memories and the shared layer (key 0)
+            parts.append(np.isin(self.agent[:n], [opt_key("agent", f.agent_id), 0]))
         if f.created_after is not None:
             parts.append(self.created[:n] > f.created_after.timestamp())
         if f.created_before is not None:

@@ -21,6 +21,7 @@ from .filters import SearchFilters
 from .records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust
 from .storage.keywords import BM25_B, BM25_K1
 from .store import RecordStore, keyword_text
+from .supersession import single_valued
 from .text import tokenize
 from .vectors import MilvusVectorIndex
 
@@ -57,8 +58,7 @@ _WINDOW_COVERAGE = 0.9
 #: BM25 statistics are cached for this many users, this many words each
 _STATS_USERS = 256
 _STATS_TOKENS = 20000
-#: relations of the rule extractor that hold one value at a time; (likes, dislikes) exclude each other
-_SINGLE_VALUED = frozenset({"name", "lives_in", "works_at"})
+#: (likes, dislikes) exclude each other
 _OPPOSITE = {"likes": "dislikes", "dislikes": "likes"}
 
 
@@ -172,7 +172,7 @@ def _triples_conflict(a: MemoryRecord, b: MemoryRecord) -> bool:
             if normalize_entity(s1) != normalize_entity(s2):
                 continue
             same_object = normalize_entity(o1) == normalize_entity(o2)
-            if r1 == r2 and r1 in _SINGLE_VALUED and not same_object:
+            if r1 == r2 and single_valued(r1) and not same_object:
                 return True
             if _OPPOSITE.get(r1) == r2 and same_object:
                 return True

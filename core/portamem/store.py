@@ -431,8 +431,8 @@ class RecordStore:
             clauses.append(c.trust.in_([t.value for t in f.trusts]))
         if f.session_id is not None:
             clauses.append(c.session_id == f.session_id)
-        if f.agent_id is not None:
-            clauses.append(c.agent_id == f.agent_id)
+        if f.agent_id is not None:  # the agent's own memories and the shared layer
+            clauses.append(sa.or_(c.agent_id == f.agent_id, c.agent_id.is_(None)))
         if f.created_after is not None:
             clauses.append(c.created_at > _ts(f.created_after))
         if f.created_before is not None:

@@ -288,7 +288,8 @@ class MilvusVectorIndex:
         if f.session_id is not None:
             parts.append(f"session == {int(opt_key('session', f.session_id))}")
         if f.agent_id is not None:
-            parts.append(f"agent == {int(opt_key('agent', f.agent_id))}")
+            # the agent's own memories and the shared layer (key 0: no agent)
+            parts.append(f"agent in [{int(opt_key('agent', f.agent_id))}, 0]")
         if f.created_after is not None:
             parts.append(f"created_at > {float(f.created_after.timestamp())!r}")
         if f.created_before is not None:

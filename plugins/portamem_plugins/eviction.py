@@ -1,4 +1,4 @@
-"""Built-in decay eviction: retained = importance * 0.5 ** (age_days / half_life) + access boost."""
+"""Built-in decay eviction: retained = importance * 0.5 ** (days since last use / half_life) + access boost."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ def access_boost(access_count: int) -> float:
 
 
 def retained_value(record: MemoryRecord, now: datetime) -> float:
-    age_days = max(0.0, (now - record.created_at).total_seconds() / 86400.0)
+    """Decay counts from the last use (a recall that reached the prompt), not from the writing."""
+    since = max(record.created_at, record.last_accessed_at or record.created_at)
+    age_days = max(0.0, (now - since).total_seconds() / 86400.0)
     return record.importance * 0.5 ** (age_days / record.half_life_days) + access_boost(record.access_count)
 
 

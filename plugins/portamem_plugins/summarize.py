@@ -1,4 +1,10 @@
-"""Turn compression for the working window: extractive by default, an LLM when one is given."""
+"""Turn compression for the working window: extractive by default, an LLM when one is given; and an
+LLM merger of a statement with the newer one that supersedes it.
+
+Both give the five fields of an episode, ``{summary, key_facts, user_intent, outcome, entities}``;
+turns with nothing worth keeping (greetings, thanks, small talk without a name, number or decision)
+give no episode at all.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,21 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 
+from typing import Any
+
 from portamem import hookimpl
 from portamem.entities import extract_entities
 from portamem.pipeline import WriteContext
-from portamem.records import Turn
+from portamem.records import MemoryRecord, Turn
 
-__all__ = ["extractive_summary", "LLMSummarizer"]
+from .classify import classify_kind, has_decision, has_strong_emotion, is_explicit
+from .extract import attribute_values
+
+__all__ = ["extractive_summary", "extractive_episode", "LLMSummarizer", "LLMMerger", "EPISODE_KEYS", "ask_json"]
+
+#: the fields of a structured episode
+EPISODE_KEYS = frozenset({"summary", "key_facts", "user_intent", "outcome", "entities"})
+_DIGIT = re.compile(r"\d")
 
 log = logging.getLogger(__name__)
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
@@ -33,42 +48,145 @@ def extractive_summary(turns: Sequence[Turn], max_chars: int = MAX_CHARS) -> str
     return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
 
 
-@hookimpl(trylast=True)
-def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> str | None:
-    return extractive_summary(turns)
-
-
-class LLMSummarizer:
-    """A summariser plugin around any ``llm(prompt) -> str``: strict JSON, two retries, then pass.
-
-    Register it with ``memory.plugins.register(LLMSummarizer(llm), name="llm_summary")``; when the
-    model fails three times the extractive summariser takes over.
-    """
-
-    PROMPT = (
-        "Summarise this conversation excerpt for long-term memory. Keep names, numbers, dates, decisions "
-        "and preferences; keep the language of the user. Answer with JSON only, exactly "
-        '{{"summary": "<text>"}}.\n\n{turns}'
+def _worth_keeping(sentence: str, *, user: bool) -> bool:
+    """A sentence that holds something to remember: a name or id, a decision, a stated preference,
+    identity or attribute, an explicit ask, strong feeling, or (from the user) a number."""
+    return bool(
+        extract_entities(sentence) or has_decision(sentence) or is_explicit(sentence)
+        or attribute_values(sentence) or classify_kind(sentence) in {"identity", "preference"}
+        or (user and (has_strong_emotion(sentence) or _DIGIT.search(sentence)))
     )
+
+
+def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS) -> dict[str, Any] | None:
+    """Rule mode: the five fields, each taken from the turns' own sentences; None for small talk."""
+    key_facts: list[str] = []
+    intent: str | None = None
+    outcome: str | None = None
+    for turn in turns:
+        for who, text in (("user", turn.user), ("assistant", turn.assistant)):
+            for sentence in (s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()):
+                if who == "user" and intent is None and (sentence.endswith(("?", "？")) or has_decision(sentence)):
+                    intent = sentence
+                if has_decision(sentence):
+                    outcome = sentence
+                if _worth_keeping(sentence, user=who == "user") and sentence not in key_facts:
+                    key_facts.append(sentence)
+    if not key_facts:
+        return None
+    entities = list(dict.fromkeys(e for f in key_facts for e in extract_entities(f)))
+    return {"summary": extractive_summary(turns, max_chars), "key_facts": key_facts, "user_intent": intent,
+            "outcome": outcome, "entities": entities}
+
+
+@hookimpl(trylast=True)
+def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> dict[str, Any] | None:
+    return extractive_episode(turns)
+
+
+class _AskingPlugin:
+    """A plugin around any ``llm(prompt) -> str`` whose answers must be strict JSON (``validate``)."""
 
     def __init__(self, llm: Callable[[str], str], retries: int = 2, max_chars: int = MAX_CHARS) -> None:
         self.llm = llm
         self.retries = retries
         self.max_chars = max_chars
 
+    @staticmethod
+    def validate(data: Any) -> str | None:
+        raise NotImplementedError
+
+    def ask(self, prompt: str, what: str) -> Any:
+        return ask_json(self.llm, prompt, self.validate, self.retries, what)
+
+
+class LLMSummarizer(_AskingPlugin):
+    """A summariser plugin around any ``llm(prompt) -> str``: strict JSON of the five episode
+    fields, two retries, then pass (the extractive summariser takes over).
+
+    Register it with ``memory.plugins.register(LLMSummarizer(llm), name="llm_summary")``. The
+    answer must be one JSON object with exactly ``summary`` (non-empty text), ``key_facts`` and
+    ``entities`` (lists of strings), ``user_intent`` and ``outcome`` (text or null); anything else
+    counts as a failed attempt.
+    """
+
+    PROMPT = (
+        "Summarise this conversation excerpt for long-term memory. Keep names, numbers, dates, decisions "
+        "and preferences; keep the language of the user. Answer with JSON only, exactly "
+        '{{"summary": "<text>", "key_facts": ["<fact>", ...], "user_intent": "<text or null>", '
+        '"outcome": "<text or null>", "entities": ["<name>", ...]}}.\n\n{turns}'
+    )
+
+    @staticmethod
+    def validate(data: Any) -> str | None:
+        """Why ``data`` is not a valid episode, or None when it is."""
+        if not isinstance(data, dict) or set(data) != EPISODE_KEYS:
+            return f"expected exactly the keys {sorted(EPISODE_KEYS)}"
+        if not isinstance(data["summary"], str) or not data["summary"].strip():
+            return "summary must be non-empty text"
+        for key in ("key_facts", "entities"):
+            if not isinstance(data[key], list) or not all(isinstance(x, str) for x in data[key]):
+                return f"{key} must be a list of strings"
+        for key in ("user_intent", "outcome"):
+            if data[key] is not None and not isinstance(data[key], str):
+                return f"{key} must be text or null"
+        return None
+
     @hookimpl
-    def portamem_summarize_turns(self, turns: Sequence[Turn], context: WriteContext) -> str | None:
+    def portamem_summarize_turns(self, turns: Sequence[Turn], context: WriteContext) -> dict[str, Any] | None:
         prompt = self.PROMPT.format(
             turns="\n".join(f"User: {t.user}\nAssistant: {t.assistant}" for t in turns)
         )
-        for attempt in range(self.retries + 1):
-            try:
-                data = json.loads(self.llm(prompt))
-            except (json.JSONDecodeError, TypeError) as exc:
-                log.warning("summary attempt %d: not JSON (%s)", attempt + 1, exc)
-                continue
-            summary = data.get("summary") if isinstance(data, dict) else None
-            if isinstance(summary, str) and summary.strip() and set(data) == {"summary"}:
-                return summary.strip()[: self.max_chars]
-            log.warning("summary attempt %d: JSON without a single 'summary' string", attempt + 1)
+        data = self.ask(prompt, "summary")
+        if data is None:
+            return None
+        return {**data, "summary": data["summary"].strip()[: self.max_chars],
+                "key_facts": [f.strip() for f in data["key_facts"] if f.strip()],
+                "entities": [e.strip() for e in data["entities"] if e.strip()]}
+
+
+def ask_json(llm: Callable[[str], str], prompt: str, validate: Callable[[Any], str | None], retries: int,
+             what: str) -> Any:
+    """The model's answer parsed as strict JSON that ``validate`` accepts, asking again at most
+    ``retries`` times; None when every attempt failed (the caller falls back)."""
+    for attempt in range(retries + 1):
+        try:
+            data = json.loads(llm(prompt))
+        except (json.JSONDecodeError, TypeError) as exc:
+            log.warning("%s attempt %d: not JSON (%s)", what, attempt + 1, exc)
+            continue
+        problem = validate(data)
+        if problem is None:
+            return data
+        log.warning("%s attempt %d: %s", what, attempt + 1, problem)
+    return None
+
+
+class LLMMerger(_AskingPlugin):
+    """A merger plugin (``portamem_merge_statements``) around any ``llm(prompt) -> str``: a statement
+    and the newer one that supersedes it become one, as strict JSON ``{"statement": "<text>"}``, two
+    retries, then pass (the two statements stay as they are).
+
+    Register it with ``memory.plugins.register(LLMMerger(llm), name="llm_merge")``. The merged
+    statement waits PENDING until the user names its entity again (``portamem.supersession``).
+    """
+
+    PROMPT = (
+        "The user's memory holds an older statement and a newer one that replaces its value. Write one "
+        "statement that keeps what holds now and says what it was before; keep the user's language. "
+        'Answer with JSON only, exactly {{"statement": "<text>"}}.\n\nOlder: {older}\nNewer: {newer}'
+    )
+
+    @staticmethod
+    def validate(data: Any) -> str | None:
+        if not isinstance(data, dict) or set(data) != {"statement"}:
+            return "expected exactly the key 'statement'"
+        if not isinstance(data["statement"], str) or not data["statement"].strip():
+            return "statement must be non-empty text"
         return None
+
+    @hookimpl
+    def portamem_merge_statements(self, older: MemoryRecord, newer: MemoryRecord,
+                                  context: WriteContext) -> str | None:
+        data = self.ask(self.PROMPT.format(older=older.content, newer=newer.content), "merge")
+        return None if data is None else str(data["statement"]).strip()[: self.max_chars]

@@ -1,4 +1,5 @@
-"""Built-in write-trigger: remember turns that carry entities, decisions, strong emotion or an explicit ask."""
+"""Built-in write-trigger: remember turns that carry entities, decisions, strong emotion, an attribute's value
+("my budget is 8000") or an explicit ask."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from portamem.pipeline import TriggerVote, WriteContext
 from portamem.records import MemoryType
 
 from .classify import classify_kind, has_decision, has_strong_emotion, is_explicit
+from .extract import attribute_values
 
 
 @hookimpl
@@ -27,6 +29,9 @@ def portamem_write_trigger(text: str, context: WriteContext) -> TriggerVote | No
         strength = max(strength, 0.7)
     if has_strong_emotion(text):
         reasons.append("strong emotion")
+        strength = max(strength, 0.6)
+    if attribute_values(text):
+        reasons.append("the value of an attribute")
         strength = max(strength, 0.6)
     kind = classify_kind(text)
     if kind in {"identity", "preference"}:

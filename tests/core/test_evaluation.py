@@ -159,6 +159,9 @@ def test_evaluation_compares_hybrid_with_both_baselines(locomo_file: Path, embed
     # end with the same kayak photo) has an answer in the other conversation too
     neg = report["negatives"]
     assert neg["questions"] == 10 and neg["hybrid"] == pytest.approx(0.8) and neg["relative"] == 0.0
+    # the pre-think gate skips the small talk ("Hi, how are you?") but not a question naming a speaker
+    gate = report["gate"]
+    assert 0 < gate["turns_skipped"] < 1 and gate["questions"] == 10 and gate["questions_skipped"] < 0.5
 
 
 def test_cli_eval_json_and_tune(locomo_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -48,8 +48,12 @@ def test_hostile_user_ids_match_nobody(two_users: Memory, hostile: str) -> None:
 
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_hostile_filter_values_never_widen_the_scope(two_users: Memory, hostile: str) -> None:
-    for filters in ({"session_id": hostile}, {"agent_id": hostile}):
-        assert two_users.search_memory("PIN hint dog", user_id="alice", filters=filters) == []
+    two_users.save_memory("My bank PIN hint is the dog Rex, says the sales agent.", user_id="alice", agent_id="sales")
+    assert two_users.search_memory("PIN hint dog", user_id="alice", filters={"session_id": hostile}) == []
+    # an agent's scope is its own memories plus the user's shared layer: an unknown agent sees the shared only
+    seen = two_users.search_memory("PIN hint dog", user_id="alice", filters={"agent_id": hostile})
+    assert seen and all((h.record.tenant_id, h.record.user_id, h.record.agent_id) == ("default", "alice", None)
+                        for h in seen)
     with pytest.raises(ValidationError):
         two_users.search_memory("PIN hint", user_id="alice", filters={"types": [hostile]})
     with pytest.raises(ValidationError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
 from portamem import Memory, MemoryType, Turn
@@ -15,7 +17,7 @@ from portamem.messages import (
     turn_messages,
     window_messages,
 )
-from portamem.recall import format_memories, recall
+from portamem.recall import format_memories, recall, relative_age
 
 CAT = "My cat is called Tom and he sleeps on the piano."
 
@@ -82,11 +84,13 @@ def test_recall_leaves_out_what_the_prompt_already_shows(memory: Memory) -> None
         recall(memory, "my cat", user_id="alice", top_k=0)
 
 
-def test_format_shows_date_trust_score_and_optional_ids(memory: Memory) -> None:
-    saved = memory.save_memory(CAT, user_id="alice")
+def test_format_shows_id_date_age_and_trust_not_the_score(memory: Memory) -> None:
+    saved = memory.save_memory(CAT, user_id="alice", created_at=datetime(2025, 3, 1, tzinfo=timezone.utc))
     hits = memory.search_memory("cat", user_id="alice")
-    line = format_memories(hits, header=None)
-    assert line.startswith(f"- [{saved.created_at:%Y-%m-%d}") and line.endswith(f"] {CAT}")
-    assert "trust medium" in line and "score " in line
-    assert saved.memory_id in format_memories(hits, ids=True)
+    line = format_memories(hits, header=None, now=datetime(2025, 3, 4, 12, tzinfo=timezone.utc))
+    assert line.startswith(f"- [id {saved.memory_id}, 2025-03-01 (3 days ago)") and line.endswith(f"] {CAT}")
+    assert "trust medium" in line and "score" not in line  # a score means nothing to the model
+    assert saved.memory_id not in format_memories(hits, ids=False)
+    assert relative_age(saved.created_at, datetime(2025, 5, 20, tzinfo=timezone.utc)) == "2 months ago"
+    assert relative_age(saved.created_at, saved.created_at) == "today"
     assert format_memories([]) == ""

@@ -67,7 +67,8 @@ def test_refresh_raises_importance_and_counts_access(memory: Memory) -> None:
 def test_window_counts_turns_not_messages(tmp_path, embedder, backend) -> None:
     mem = Memory(settings=backend.settings(tmp_path / "w", window_turns=2, auto_capture=False), embedder=embedder)
     try:
-        assert mem.add_turn("first question", "first answer", user_id="u", session_id="s") == []
+        # the first turn holds something worth keeping (a number): small talk would leave no episode
+        assert mem.add_turn("first question: is gate 12 open?", "first answer", user_id="u", session_id="s") == []
         assert mem.add_turn("second question", "second answer", user_id="u", session_id="s") == []
         # a third turn (four messages already in the window) pushes out exactly one turn
         out = mem.add_turn("third question", "third answer", user_id="u", session_id="s")

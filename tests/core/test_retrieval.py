@@ -115,18 +115,25 @@ def test_older_near_duplicate_gives_way_to_the_newer(raw_memory: Memory) -> None
 
 
 def test_conflicting_memories_are_marked_and_the_newer_ranks_first(memory: Memory) -> None:
-    old = memory.save_memory("I live in Berlin.", user_id="u1", created_at=T0)
-    new = memory.save_memory("I live in Munich.", user_id="u1", created_at=T0 + timedelta(days=200))
+    # two values that no extracted attribute ties together: both stay active, read-time marks the conflict
+    old = memory.save_memory("The spare key is under the blue flower pot.", user_id="u1", created_at=T0)
+    new = memory.save_memory("The spare key is under the red flower pot.", user_id="u1",
+                             created_at=T0 + timedelta(days=200))
     tea = memory.save_memory("I like green tea in the afternoon.", user_id="u1", created_at=T0)
     coffee = memory.save_memory("I like black coffee in the morning.", user_id="u1", created_at=T0)
-    hits = memory.search_memory("Which city do I live in, Berlin?", user_id="u1", now=NOW)
+    hits = memory.search_memory("Where is the spare key, under the blue pot?", user_id="u1", now=NOW)
     by_id = {h.memory_id: h for h in hits}
     assert _ids(hits).index(new.memory_id) < _ids(hits).index(old.memory_id)
     assert by_id[new.memory_id].conflicts_with == (old.memory_id,)
     assert by_id[old.memory_id].conflicts_with == (new.memory_id,)
     prompt = format_memories(hits)
-    assert "superseded by a newer memory] I live in Berlin." in prompt
-    assert "replaces an older memory] I live in Munich." in prompt
+    assert "superseded by a newer memory] The spare key is under the blue flower pot." in prompt
+    assert "replaces an older memory] The spare key is under the red flower pot." in prompt
+    # a new value of an extracted attribute supersedes the old one in the indexer's review instead
+    berlin = memory.save_memory("I live in Berlin.", user_id="u1", created_at=T0)
+    munich = memory.save_memory("I live in Munich.", user_id="u1", created_at=T0 + timedelta(days=200), wait=True)
+    assert memory.get_memory(berlin.memory_id, user_id="u1").superseded_by == munich.memory_id
+    assert berlin.memory_id not in _ids(memory.search_memory("Which city do I live in?", user_id="u1", now=NOW))
     # two preferences that can both hold are not a conflict
     drinks = memory.search_memory("What do I like to drink?", user_id="u1", now=NOW)
     assert {tea.memory_id, coffee.memory_id} <= set(_ids(drinks))

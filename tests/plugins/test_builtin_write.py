@@ -12,7 +12,7 @@ from portamem.pipeline import WriteContext
 from portamem.plugins import Hooks, get_plugin_manager
 from portamem.records import MemoryRecord, Turn
 from portamem_plugins import importance, triggers
-from portamem_plugins.summarize import LLMSummarizer, extractive_summary
+from portamem_plugins.summarize import LLMSummarizer, extractive_episode, extractive_summary
 
 CTX = WriteContext(tenant_id="t", user_id="u", settings=Settings())
 
@@ -85,12 +85,16 @@ def test_extractor_hook_structures_chinese_and_english() -> None:
 def test_capture_routes_by_stress_and_second_sighting(memory: Memory) -> None:
     stressed = memory.add_turn("Please remember that my locker is number 4417.", "Will do.", user_id="u")
     assert [r.type for r in stressed] == [MemoryType.SEMANTIC]
-    first = memory.add_turn("I really prefer window seats.", "Noted.", user_id="u")
-    assert [r.type for r in first] == [MemoryType.WORKING]  # seen once: a candidate only
-    again = memory.add_turn("I really prefer window seats!", "Sure.", user_id="u", session_id="other", wait=True)
+    # a preference said once lasts: its kind's half-life, not a working candidate's
+    liked = memory.add_turn("I really prefer window seats.", "Noted.", user_id="u")
+    assert [r.type for r in liked] == [MemoryType.SEMANTIC]
+    assert liked[0].half_life_days == memory.settings.half_lives["preference"]
+    first = memory.add_turn("We fly to Lisbon on Friday.", "Nice.", user_id="u")
+    assert [r.type for r in first] == [MemoryType.WORKING]  # a passing fact seen once: a candidate only
+    again = memory.add_turn("We fly to Lisbon on Friday!", "Sure.", user_id="u", session_id="other", wait=True)
     assert again[0].memory_id == first[0].memory_id
     assert again[0].type is MemoryType.SEMANTIC and again[0].frequency == 2
-    assert again[0].half_life_days == memory.settings.half_lives["preference"]
+    assert again[0].half_life_days == memory.settings.half_lives["fact"]
     assert memory.add_turn("ok thanks", "bye", user_id="u") == []
 
 
@@ -102,7 +106,10 @@ def test_extractive_summary_keeps_user_words_and_best_reply_sentence() -> None:
 
 
 def test_llm_summarizer_strict_json_two_retries_then_fallback(tmp_path, embedder) -> None:
-    answers = iter(["not json", '{"summary": 3}', json.dumps({"summary": "Dana moved to Graz."})])
+    good = {"summary": "Dana moved to Graz.", "key_facts": ["Dana lives in Graz"], "user_intent": None,
+            "outcome": "moved", "entities": ["Dana", "Graz"]}
+    answers = iter(["not json", json.dumps({"summary": "Dana moved to Graz."}),  # not the five fields
+                    json.dumps(good)])
     calls: list[str] = []
 
     def llm(prompt: str) -> str:
@@ -114,10 +121,69 @@ def test_llm_summarizer_strict_json_two_retries_then_fallback(tmp_path, embedder
     settings = Settings(path=str(tmp_path / "s"), window_turns=1, auto_capture=False)
     with Memory(settings=settings, embedder=embedder, plugins=pm) as mem:
         mem.add_turn("I moved to Graz.", "Nice!", user_id="u")
-        out = mem.add_turn("What's new?", "Not much.", user_id="u")
+        out = mem.add_turn("I start at Siemens in June.", "Congratulations!", user_id="u")
         assert len(calls) == 3 and out[0].content == "Dana moved to Graz."
-        # a model that never answers in the contract: three tries, then the extractive summary
+        assert out[0].metadata["episode"] == {"key_facts": ["Dana lives in Graz"], "outcome": "moved"}
+        assert set(out[0].entities) == {"Dana", "Graz"}
+        # a model that never answers in the contract: three tries, then the extractive episode
         pm.unregister(name="llm_summary")
         pm.register(LLMSummarizer(lambda p: calls.append(p) or "{}"), name="llm_summary")
         out = mem.add_turn("bye", "bye!", user_id="u")
-        assert len(calls) == 6 and out[0].content.startswith("User: What's new?")
+        assert len(calls) == 6 and out[0].content.startswith("User: I start at Siemens in June.")
+        assert "I start at Siemens in June." in out[0].metadata["episode"]["key_facts"]
+
+
+def test_llm_summarizer_validates_each_field() -> None:
+    ok = {"summary": "s", "key_facts": [], "user_intent": None, "outcome": None, "entities": []}
+    assert LLMSummarizer.validate(ok) is None
+    for bad in ({**ok, "summary": " "}, {**ok, "key_facts": "a fact"}, {**ok, "entities": [1]},
+                {**ok, "outcome": 3}, {**ok, "extra": 1}, {k: v for k, v in ok.items() if k != "user_intent"}, []):
+        assert LLMSummarizer.validate(bad) is not None
+
+
+def test_rule_mode_episode_fields_and_small_talk_dropped() -> None:
+    turns = [Turn("I want to book the Porto flat for 12 May.", "Booked: flat 4B in Porto, 12-15 May."),
+             Turn("Great, thanks!", "You're welcome.")]
+    episode = extractive_episode(turns)
+    assert episode is not None and set(episode) == {"summary", "key_facts", "user_intent", "outcome", "entities"}
+    assert episode["key_facts"][0] == "I want to book the Porto flat for 12 May."
+    assert episode["outcome"] == "Booked: flat 4B in Porto, 12-15 May." and "porto" in episode["entities"]
+    assert "Great, thanks!" not in episode["key_facts"]
+    assert extractive_episode([Turn("How's it going?", "Fine, and you?"), Turn("Lol.", ":)")]) is None
+
+
+def test_llm_merger_strict_json_two_retries_then_pass() -> None:
+    from portamem_plugins.summarize import LLMMerger
+
+    older = MemoryRecord(content="My budget is 5000.", user_id="u")
+    newer = MemoryRecord(content="My budget is 8000.", user_id="u")
+    ctx = WriteContext(tenant_id="default", user_id="u", settings=Settings())
+    pm = get_plugin_manager(load_entrypoints=False)
+    assert Hooks(pm).merge_statements(older, newer, ctx) is None  # no built-in merger: rule mode keeps both
+    prompts: list[str] = []
+    answers = iter(['{"statement": "", "extra": 1}', "```json\n{}```", '{"statement": " Budget: 8000, was 5000. "}'])
+    pm.register(LLMMerger(lambda p: prompts.append(p) or next(answers)), name="llm_merge")
+    assert Hooks(pm).merge_statements(older, newer, ctx) == "Budget: 8000, was 5000."
+    assert len(prompts) == 3 and "My budget is 5000." in prompts[0] and "My budget is 8000." in prompts[0]
+    pm.unregister(name="llm_merge")
+    pm.register(LLMMerger(lambda p: '{"statement": 5}'), name="llm_merge")
+    assert Hooks(pm).merge_statements(older, newer, ctx) is None  # three bad answers: pass
+
+
+def test_a_third_party_portamem_merge_statements_plugin_feeds_supersession(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from portamem import hookimpl
+    from portamem.records import Status
+
+    class Joiner:
+        @hookimpl
+        def portamem_merge_statements(self, older, newer, context):  # noqa: ANN001, ANN201
+            return f"{newer.content} (before: {older.content})"
+
+    pm = get_plugin_manager(load_entrypoints=False)
+    pm.register(Joiner(), name="joiner")
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder, plugins=pm) as mem:
+        mem.save_memory("我的城市是上海。", user_id="u", wait=True)
+        mem.save_memory("我的城市是北京。", user_id="u", wait=True)
+        pending = mem.list_memories(user_id="u", filters={"statuses": ["pending"]})
+        assert [p.content for p in pending] == ["我的城市是北京。 (before: 我的城市是上海。)"]
+        assert pending[0].status is Status.PENDING
