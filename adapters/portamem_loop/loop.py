@@ -29,8 +29,12 @@ class LoopMemory:
         tenant_id: str | None = None,
         top_k: int | None = None,
         template: str = DEFAULT_TEMPLATE,
+        agent_id: str | None = None,
     ) -> None:
+        """``agent_id`` names the agent: what it remembers is private to it, and it recalls its own
+        memories first, then the user's shared layer (memories written without an agent)."""
         self.memory = memory
+        self.agent_id = agent_id
         self.user_id = user_id
         self.session_id = session_id
         self.tenant_id = tenant_id
@@ -44,7 +48,7 @@ class LoopMemory:
         A memory the recent turns already show is left out, so the model does not read it twice.
         """
         hits = recall(self.memory, user_msg, user_id=self.user_id, session_id=self.session_id,
-                      top_k=self.top_k, tenant_id=self.tenant_id)
+                      top_k=self.top_k, tenant_id=self.tenant_id, agent_id=self.agent_id)
         return self._prompt(user_msg, hits, self.turns())
 
     def record(self, user_msg: str, reply: str) -> list[MemoryRecord]:
@@ -63,7 +67,7 @@ class LoopMemory:
     def remember(self, text: str) -> MemoryRecord:
         """Save ``text`` as a long-term memory of this user, as if they had said "remember ...". """
         return self.memory.save_memory(
-            text, user_id=self.user_id, session_id=self.session_id, tenant_id=self.tenant_id
+            text, user_id=self.user_id, session_id=self.session_id, tenant_id=self.tenant_id, agent_id=self.agent_id
         )
 
     def forget(self, memory_id: str) -> list[str]:
@@ -72,7 +76,8 @@ class LoopMemory:
     def search(self, query: str, *, top_k: int | None = None) -> list[SearchHit]:
         """This user's best memories for ``query`` (``top_k`` defaults to the one given at construction)."""
         return self.memory.search_memory(
-            query, user_id=self.user_id, top_k=top_k or self.top_k, tenant_id=self.tenant_id
+            query, user_id=self.user_id, top_k=top_k or self.top_k, tenant_id=self.tenant_id,
+            filters=None if self.agent_id is None else {"agent_id": self.agent_id},
         )
 
     def turns(self) -> list[Turn]:
@@ -83,7 +88,7 @@ class LoopMemory:
     async def arecall(self, user_msg: str) -> str:
         """Async twin of :meth:`recall`."""
         hits = await arecall(self.memory, user_msg, user_id=self.user_id, session_id=self.session_id,
-                             top_k=self.top_k, tenant_id=self.tenant_id)
+                             top_k=self.top_k, tenant_id=self.tenant_id, agent_id=self.agent_id)
         return self._prompt(user_msg, hits, await self.aturns())
 
     async def arecord(self, user_msg: str, reply: str) -> list[MemoryRecord]:
@@ -103,13 +108,14 @@ class LoopMemory:
     async def aremember(self, text: str) -> MemoryRecord:
         """Async twin of :meth:`remember`."""
         return await self.memory.asave_memory(
-            text, user_id=self.user_id, session_id=self.session_id, tenant_id=self.tenant_id
+            text, user_id=self.user_id, session_id=self.session_id, tenant_id=self.tenant_id, agent_id=self.agent_id
         )
 
     async def asearch(self, query: str, *, top_k: int | None = None) -> list[SearchHit]:
         """Async twin of :meth:`search`."""
         return await self.memory.asearch_memory(
-            query, user_id=self.user_id, top_k=top_k or self.top_k, tenant_id=self.tenant_id
+            query, user_id=self.user_id, top_k=top_k or self.top_k, tenant_id=self.tenant_id,
+            filters=None if self.agent_id is None else {"agent_id": self.agent_id},
         )
 
     async def aturns(self) -> list[Turn]:

@@ -19,6 +19,10 @@ from ..errors import ConfigError, PortamemError
 __all__ = ["SERVER_COMMANDS", "is_loopback", "serve"]
 
 
+#: how often ``portamem serve`` runs maintenance when ``Settings.maintain_interval_s`` is not set
+SERVE_MAINTAIN_INTERVAL_S = 3600.0
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -62,6 +66,8 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
     sock.bind((host, port))
     sock.listen(2048)  # connections made before uvicorn runs wait in the backlog instead of being refused
     bound = sock.getsockname()[1]
+    if settings.maintain_interval_s is None:  # a long-running service evicts, consolidates and audits itself
+        settings = settings.replace(maintain_interval_s=SERVE_MAINTAIN_INTERVAL_S)
     memory = Memory(settings=settings)
     state = ServerState(memory, keys, open_access=loopback, max_pending=max_queue, max_batch=max_batch)
     app = create_app(state)

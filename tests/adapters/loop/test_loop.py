@@ -65,3 +65,17 @@ def test_async_chat_accepts_an_async_llm(memory: Memory) -> None:
     assert asyncio.run(loop.achat(llm, "Which marathon am I training for?")) == "Good luck in Berlin!"
     assert "Berlin marathon" in prompts[0]
     assert [(t.user, t.assistant) for t in loop.turns()] == [("Which marathon am I training for?", "Good luck in Berlin!")]
+
+
+def test_an_agent_remembers_privately_and_reads_the_shared_layer_first_its_own(memory: Memory) -> None:
+    sales = LoopMemory(memory, user_id="u1", agent_id="sales")
+    support = LoopMemory(memory, user_id="u1", agent_id="support")
+    memory.save_memory("The office wifi password is on the fridge.", user_id="u1")  # shared: no agent
+    mine = sales.remember("The office wifi for visitors is called Guest-5.")
+    support.remember("The office wifi router is in the server room.")
+    assert mine.agent_id == "sales"
+    seen = sales.search("Where is the office wifi?")
+    assert seen[0].memory_id == mine.memory_id
+    assert {h.record.agent_id for h in seen} == {"sales", None}
+    prompt = sales.recall("Where is the office wifi?")
+    assert "Guest-5" in prompt and "fridge" in prompt and "server room" not in prompt
