@@ -80,10 +80,13 @@ class PortamemMiddleware(MiddlewareBase):
         keep_window: bool = True,
         memory_header: str = DEFAULT_MEMORY_HEADER,
         tool_instructions: str = DEFAULT_TOOL_INSTRUCTIONS,
+        agent_id: str | None = None,
     ) -> None:
+        """``agent_id`` names the agent (e.g. the ``Agent``'s name): what it saves is private to it, and it
+        recalls its own memories first, then the user's shared layer (memories saved without an agent)."""
         if mode not in ("static_control", "agent_control", "both"):
             raise ValidationError(f"mode must be 'static_control', 'agent_control' or 'both', got {mode!r}")
-        self.scope = Scope(memory, user_id, session_id, tenant_id)
+        self.scope = Scope(memory, user_id, session_id, tenant_id, agent_id)
         self.mode: Mode = mode
         self.top_k = top_k
         self.keep_window = keep_window

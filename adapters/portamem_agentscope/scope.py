@@ -8,6 +8,7 @@ from typing import Any
 
 from portamem import Memory
 from portamem.errors import ValidationError
+from portamem.filters import for_agent
 from portamem.keys import TOOL_NAMESPACE
 from portamem.messages import Message, aadd_messages, awindow_messages
 from portamem.recall import arecall, format_memories
@@ -28,6 +29,8 @@ class Scope:
     user_id: str
     session_id: str = "default"
     tenant_id: str | None = None
+    #: the agent's name: what it saves is private to it; it recalls its own memories, then the shared layer
+    agent_id: str | None = None
 
     def __post_init__(self) -> None:
         # refused when the agent is built, not at its first reply
@@ -49,7 +52,7 @@ class Scope:
     async def recall(self, query: str, *, top_k: int, shown: Iterable[str] = (), header: str | None = None) -> str:
         """Memories for ``query`` rendered for the prompt, minus what the window or ``shown`` holds; may be empty."""
         hits = await arecall(self.memory, query, user_id=self.user_id, session_id=self.session_id, top_k=top_k,
-                             tenant_id=self.tenant_id, shown=shown)
+                             tenant_id=self.tenant_id, shown=shown, agent_id=self.agent_id)
         return format_memories(hits, header=header)
 
     async def add(self, thinking: str, content: list[str], keys: list[str] | None = None) -> ToolResult:
@@ -61,7 +64,8 @@ class Scope:
             raise ValidationError("keys must be a list with one entry (a key or \"\") per item of content")
         named = keys or [""] * len(content)
         records = await self.memory.asave_memories(
-            [{"content": c, "session_id": self.session_id, "metadata": {"thinking": thinking} if thinking else {},
+            [{"content": c, "session_id": self.session_id, "agent_id": self.agent_id,
+              "metadata": {"thinking": thinking} if thinking else {},
               **({"key": k, "key_namespace": TOOL_NAMESPACE} if k else {})}
              for c, k in zip(content, named)],
             user_id=self.user_id, tenant_id=self.tenant_id,
@@ -72,7 +76,8 @@ class Scope:
     async def search(self, keywords: list[str], limit: int) -> ToolResult:
         """One hybrid search over the keywords together, so scores stay comparable."""
         query = " ".join(k for k in keywords if k.strip())
-        hits = await self.memory.asearch_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id)
+        hits = await self.memory.asearch_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id,
+                                                filters=for_agent(None, self.agent_id))
         memories = [{"memory_id": h.memory_id, "content": h.content, "score": h.score} for h in hits]
         return format_memories(hits, ids=True) or NOTHING_FOUND, {"memories": memories}
 

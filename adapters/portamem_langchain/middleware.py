@@ -29,6 +29,7 @@ from langgraph.runtime import Runtime  # noqa: E402
 
 from portamem import Memory, SearchHit  # noqa: E402
 from portamem.errors import ValidationError  # noqa: E402
+from portamem.filters import for_agent  # noqa: E402
 from portamem.messages import aadd_messages, add_messages, awindow_messages, window_messages  # noqa: E402
 from portamem.recall import arecall, format_memories, recall  # noqa: E402
 
@@ -46,6 +47,8 @@ class Scope:
     user_id: str
     session_id: str
     tenant_id: str | None
+    #: the agent whose private memories come first, then the shared layer; None reads and writes the shared layer
+    agent_id: str | None = None
 
 
 def _lookup(source: Any, name: str) -> Any:
@@ -72,7 +75,10 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         top_k: int | None = None,
         mode: Mode = "static",
         history: bool = False,
+        agent_id: str | None = None,
     ) -> None:
+        """``agent_id`` names the agent (e.g. the ``name`` given to ``create_agent``): what it saves is private
+        to it, and it recalls its own memories first, then the user's shared layer (saved without an agent)."""
         if mode not in ("static", "agent", "both"):
             raise ValidationError(f"mode must be 'static', 'agent' or 'both', got {mode!r}")
         super().__init__()
@@ -83,6 +89,7 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.top_k = top_k
         self.mode = mode
         self.history = history
+        self.agent_id = agent_id
         self.tools: list[BaseTool] = self._tools() if mode in ("agent", "both") else []
 
     # ------------------------------------------------------------------ scope
@@ -102,7 +109,7 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             )
         session_id = _lookup(context, "session_id") or configurable.get("thread_id") or self.session_id
         tenant_id = _lookup(context, "tenant_id") or configurable.get("tenant_id") or self.tenant_id
-        return Scope(str(user_id), str(session_id), tenant_id)
+        return Scope(str(user_id), str(session_id), tenant_id, self.agent_id)
 
     # ------------------------------------------------------------------ recall
     def _with_memories(self, request: ModelRequest, hits: list[SearchHit], earlier: list[Any]) -> ModelRequest:
@@ -131,6 +138,7 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             "session_id": scope.session_id if self.history else None,
             "top_k": self.top_k,
             "tenant_id": scope.tenant_id,
+            "agent_id": scope.agent_id,
             "shown": [m.text for m in [*earlier, *request.messages]],
         }
 
@@ -174,14 +182,16 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> str:
             """Search the user's long-term memory; returns the best matches, one per line."""
             scope = self.scope(runtime.context, runtime.config)
-            hits = self.memory.search_memory(query, user_id=scope.user_id, top_k=self.top_k, tenant_id=scope.tenant_id)
+            hits = self.memory.search_memory(query, user_id=scope.user_id, top_k=self.top_k, tenant_id=scope.tenant_id,
+                                             filters=for_agent(None, scope.agent_id))
             return format_memories(hits) or "No memories match."
 
         def save_memory(text: str, runtime: ToolRuntime[Any, Any]) -> str:
             """Save a fact about the user to long-term memory, worded so it stands on its own."""
             scope = self.scope(runtime.context, runtime.config)
             record = self.memory.save_memory(
-                text, user_id=scope.user_id, session_id=scope.session_id, tenant_id=scope.tenant_id
+                text, user_id=scope.user_id, session_id=scope.session_id, tenant_id=scope.tenant_id,
+                agent_id=scope.agent_id,
             )
             return f"Saved (memory {record.memory_id})."
 

@@ -18,6 +18,7 @@ from pydantic import ConfigDict  # noqa: E402
 
 from portamem import Memory, RemoteMemory, SearchHit  # noqa: E402
 from portamem.errors import ValidationError  # noqa: E402
+from portamem.filters import for_agent  # noqa: E402
 
 __all__ = ["PortamemRetriever", "hit_to_document"]
 
@@ -52,6 +53,8 @@ class PortamemRetriever(BaseRetriever):
     tenant_id: str | None = None
     k: int | None = None
     filters: dict[str, Any] | None = None
+    #: an agent's scope: its private memories first, then the user's shared layer (memories without an agent)
+    agent_id: str | None = None
 
     def _search_args(self, overrides: dict[str, Any]) -> dict[str, Any]:
         """``invoke(query, k=..., filters=...)`` overrides the fields for one call."""
@@ -61,7 +64,7 @@ class PortamemRetriever(BaseRetriever):
         return {
             "user_id": self.user_id,
             "top_k": overrides.get("k", self.k),
-            "filters": overrides.get("filters", self.filters),
+            "filters": for_agent(overrides.get("filters", self.filters), self.agent_id),
             "tenant_id": self.tenant_id,
         }
 

@@ -25,6 +25,9 @@ class _Scope(BaseModel):
     user_id: str
     session_id: str = "default"
     tenant_id: Optional[str] = None
+    agent_id: Optional[str] = Field(
+        default=None, description="the agent (e.g. the agent's name): its private memories first, then the shared layer"
+    )
     top_k: int = Field(default=5, ge=1, description="memories recalled per message")
     _memory: Optional[Memory] = PrivateAttr(default=None)
 
@@ -81,7 +84,7 @@ class PortamemMemory(_Scope, BaseMemory):
         if not (self.show_recall and query.strip()):
             return history
         hits = recall(self.memory, query, user_id=self.user_id, session_id=self.session_id, top_k=self.top_k,
-                      tenant_id=self.tenant_id, shown=[text_of(m) for m in history])
+                      tenant_id=self.tenant_id, shown=[text_of(m) for m in history], agent_id=self.agent_id)
         note = format_memories(hits)
         return [ChatMessage(role=MessageRole.SYSTEM, content=note), *history] if note else history
 
@@ -124,7 +127,7 @@ class PortamemMemoryBlock(_Scope, BaseMemoryBlock[str]):
         if not query.strip():
             return ""
         hits = await arecall(self.memory, query, user_id=self.user_id, top_k=self.top_k, tenant_id=self.tenant_id,
-                             shown=[text_of(m) for m in messages])
+                             shown=[text_of(m) for m in messages], agent_id=self.agent_id)
         return format_memories(hits, header=None)
 
     async def _aput(self, messages: List[ChatMessage]) -> None:

@@ -9,6 +9,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from portamem import Memory, SearchFilters, SearchHit
+from portamem.filters import for_agent
 from portamem.records import to_iso
 
 __all__ = ["PortamemRetriever", "hit_to_node"]
@@ -52,13 +53,17 @@ class PortamemRetriever(BaseRetriever):
         similarity_top_k: int = 5,
         filters: SearchFilters | Mapping[str, Any] | None = None,
         callback_manager: Optional[CallbackManager] = None,
+        agent_id: Optional[str] = None,
     ) -> None:
+        """``agent_id`` names the agent (e.g. the agent's ``name``): its private memories come first, then the
+        user's shared layer (memories saved without an agent)."""
         super().__init__(callback_manager=callback_manager)
         self.memory = memory
         self.user_id = user_id
         self.tenant_id = tenant_id
         self.similarity_top_k = similarity_top_k
-        self.filters = filters
+        self.filters = for_agent(filters, agent_id)
+        self.agent_id = agent_id
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         hits = self.memory.search_memory(query_bundle.query_str, user_id=self.user_id, top_k=self.similarity_top_k,

@@ -8,6 +8,7 @@ from llama_index.core.schema import TextNode
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 
 from portamem import Memory, MemoryRecord
+from portamem.filters import for_agent
 from portamem.keys import TOOL_NAMESPACE
 from portamem.recall import format_memories
 
@@ -37,8 +38,12 @@ class PortamemToolSpec(BaseToolSpec):
         user_id: str,
         session_id: Optional[str] = None,
         tenant_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
     ) -> None:
+        """``agent_id`` names the agent (e.g. the agent's ``name``): what it saves is private to it, and it
+        finds its own memories first, then the user's shared layer (memories saved without an agent)."""
         self.memory = memory
+        self.agent_id = agent_id
         self.user_id = user_id
         self.session_id = session_id
         self.tenant_id = tenant_id
@@ -57,7 +62,7 @@ class PortamemToolSpec(BaseToolSpec):
 
     def _where(self, key: Optional[str]) -> dict[str, object]:
         where: dict[str, object] = {"user_id": self.user_id, "session_id": self.session_id,
-                                    "tenant_id": self.tenant_id}
+                                    "tenant_id": self.tenant_id, "agent_id": self.agent_id}
         if key is not None:  # a keyed fact is one upsert of its key, never merged into another memory
             where.update(key=key, key_namespace=TOOL_NAMESPACE)
         return where
@@ -69,11 +74,13 @@ class PortamemToolSpec(BaseToolSpec):
             query: what to look for, e.g. a name, a place or a short phrase.
             limit: the most memories to return.
         """
-        hits = self.memory.search_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id)
+        hits = self.memory.search_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id,
+                                         filters=for_agent(None, self.agent_id))
         return format_memories(hits, ids=True) or NOTHING_FOUND
 
     async def asearch_memory(self, query: str, limit: int = 5) -> str:
-        hits = await self.memory.asearch_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id)
+        hits = await self.memory.asearch_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id,
+                                                filters=for_agent(None, self.agent_id))
         return format_memories(hits, ids=True) or NOTHING_FOUND
 
     def forget_memory(self, memory_id: str) -> str:

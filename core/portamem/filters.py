@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Mapping
 
 from .errors import ValidationError
 from .records import MemoryRecord, MemoryType, Source, Status, Trust, from_iso
 
-__all__ = ["SearchFilters"]
+__all__ = ["SearchFilters", "for_agent"]
 
 
 def _enum_tuple(name: str, enum: type, value: Any) -> tuple[Any, ...] | None:
@@ -101,3 +101,17 @@ class SearchFilters:
     def index_only_active(self) -> bool:
         """The vector index holds active records only; other statuses are searched in the store."""
         return self.statuses == (Status.ACTIVE,)
+
+
+def for_agent(
+    filters: SearchFilters | Mapping[str, Any] | None, agent_id: str | None
+) -> SearchFilters | Mapping[str, Any] | None:
+    """``filters`` narrowed to an agent's scope (its own memories, then the shared layer); unchanged for None.
+
+    A mapping stays a mapping, so it still travels to a server as JSON.
+    """
+    if agent_id is None:
+        return filters
+    if isinstance(filters, SearchFilters):
+        return replace(filters, agent_id=agent_id)
+    return {**(filters or {}), "agent_id": agent_id}

@@ -153,3 +153,13 @@ def test_wait_and_flush_give_read_your_writes_on_vectors(remote: RemoteMemory, u
     assert {h.memory_id for h in remote.search_memory("where do I park", user_id=user, sources=["vector"],
                                                      top_k=5)} >= {batch[0].memory_id}
     assert "queue" in remote.stats()
+
+
+def test_an_agent_search_over_http_returns_its_own_then_the_shared_layer(remote: RemoteMemory, user: str) -> None:
+    shared = remote.save_memory("The office wifi password is on the fridge.", user_id=user, wait=True)
+    mine = remote.save_memory("The office wifi for visitors is called Guest-5.", user_id=user, agent_id="sales",
+                              wait=True)
+    remote.save_memory("The office wifi router is in the server room.", user_id=user, agent_id="support", wait=True)
+    hits = remote.search_memory("Where is the office wifi?", user_id=user, filters={"agent_id": "sales"})
+    assert [h.memory_id for h in hits] == [mine.memory_id, shared.memory_id]
+    assert hits[0].record.agent_id == "sales" and hits[1].record.agent_id is None

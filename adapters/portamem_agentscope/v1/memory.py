@@ -96,9 +96,11 @@ class PortamemLongTermMemory(LongTermMemoryBase):
     """
 
     def __init__(self, memory: Memory, *, user_id: str, session_id: str = "default",
-                 tenant_id: str | None = None, top_k: int = 5) -> None:
+                 tenant_id: str | None = None, top_k: int = 5, agent_id: str | None = None) -> None:
+        """``agent_id`` names the agent (e.g. ``ReActAgent.name``): what it saves is private to it, and it
+        recalls its own memories first, then the user's shared layer (memories saved without an agent)."""
         super().__init__()
-        self.scope = Scope(memory, user_id, session_id, tenant_id)
+        self.scope = Scope(memory, user_id, session_id, tenant_id, agent_id)
         self.top_k = top_k
 
     async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:

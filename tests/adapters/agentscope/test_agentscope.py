@@ -220,3 +220,25 @@ async def test_a_fact_saved_by_the_agent_is_recalled_in_another_session(settings
         assert not model.saw("My cat? Tom.")  # Monday's window stays in Monday
     finally:
         memory.close()
+
+
+async def test_an_agent_saves_privately_and_recalls_its_own_before_the_shared_layer(memory: Memory) -> None:
+    memory.save_memory("The office wifi password is on the fridge.", user_id="alice")  # shared: no agent
+    sales = PortamemMiddleware(memory, user_id="alice", agent_id="sales")
+    support = PortamemMiddleware(memory, user_id="alice", agent_id="support")
+    model = ScriptedChatModel([
+        [ToolCallBlock(id="c1", name="add_memory",
+                       input=json.dumps({"thinking": "", "content": ["The office wifi for visitors is Guest-5."]}))],
+        "Saved.",
+    ])
+    agent = await _agent(sales, model)
+    [e async for e in agent.reply_stream(UserMsg(name="alice", content="Please note the visitor network."))]
+    [mine] = [r for r in memory.list_memories(user_id="alice") if r.content == "The office wifi for visitors is Guest-5."]
+    assert mine.agent_id == "sales"
+    found = {t.name: t for t in await sales.list_tools()}["search_memory"]
+    hits = (await found(keywords=["office wifi"], limit=5)).metadata["memories"]
+    assert hits[0]["memory_id"] == mine.memory_id and any("fridge" in h["content"] for h in hits)
+    other = {t.name: t for t in await support.list_tools()}["search_memory"]
+    texts = [h["content"] for h in (await other(keywords=["office wifi"], limit=5)).metadata["memories"]]
+    assert any("fridge" in t for t in texts) and not any("Guest-5" in t for t in texts)
+    assert "Guest-5" not in await support.scope.recall("Where is the office wifi?", top_k=5)

@@ -154,3 +154,15 @@ async def test_agent_continues_the_session_after_reopening(settings: Settings, e
         assert "I just adopted a cat called Tom." in said[1] and "What a nice name." in said[2]
     finally:
         memory.close()
+
+
+async def test_an_agent_saves_privately_and_recalls_its_own_before_the_shared_layer(memory: Memory) -> None:
+    memory.save_memory("The office wifi password is on the fridge.", user_id="alice")  # shared: no agent
+    sales = PortamemLongTermMemory(memory, user_id="alice", agent_id="sales")
+    support = PortamemLongTermMemory(memory, user_id="alice", agent_id="support")
+    saved = await sales.record_to_memory(thinking="", content=["The office wifi for visitors is called Guest-5."])
+    [mine] = saved.metadata["memory_ids"]
+    hits = (await sales.retrieve_from_memory(keywords=["office wifi"])).metadata["memories"]
+    assert hits[0]["memory_id"] == mine and any("fridge" in h["content"] for h in hits)
+    prompt = await support.retrieve(Msg("alice", "Where is the office wifi?", "user"))
+    assert "fridge" in prompt and "Guest-5" not in prompt

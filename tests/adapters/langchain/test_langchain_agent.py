@@ -133,3 +133,25 @@ def test_tools_reach_the_same_memory_as_the_store(tmp_path: Path, embedder: Embe
         tool_reply = next(m for m in out["messages"] if m.type == "tool")
         assert "Alice drinks jasmine green tea." in tool_reply.text
         assert len(PROMPTS[0]) == 1  # agent mode: recall is the model's call, not injected
+
+
+def test_an_agent_saves_privately_and_recalls_its_own_before_the_shared_layer(memory: Memory) -> None:
+    memory.save_memory("The office wifi password is on the fridge.", user_id="alice")  # shared: no agent
+    save = AIMessage("", tool_calls=[{"name": "save_memory", "args": {"text": "The office wifi for visitors is "
+                                      "called Guest-5."}, "id": "call-1", "type": "tool_call"}])
+    sales = PortamemMiddleware(memory, user_id="alice", mode="both", agent_id="sales")
+    create_agent(_model(save, "Noted."), tools=[], middleware=[sales]).invoke(
+        {"messages": [{"role": "user", "content": "Please note the visitor network."}]})
+    [mine] = [r for r in memory.list_memories(user_id="alice") if r.content == "The office wifi for visitors is called Guest-5."]
+    assert mine.agent_id == "sales"
+
+    def system_for(agent_id: str) -> str:
+        mw = PortamemMiddleware(memory, user_id="alice", agent_id=agent_id)
+        create_agent(_model("Sure."), tools=[], system_prompt="Help.", middleware=[mw]).invoke(
+            {"messages": [{"role": "user", "content": "Where is the office wifi?"}]})
+        return _system_text(PROMPTS[-1])
+
+    seen = system_for("sales")
+    assert "Guest-5" in seen and "fridge" in seen and seen.index("Guest-5") < seen.index("fridge")
+    other = system_for("support")
+    assert "fridge" in other and "Guest-5" not in other

@@ -266,3 +266,17 @@ async def test_agent_uses_a_fact_it_saved_in_another_session(settings: Settings,
         assert users == ["What is the name of my cat?"]  # another session's window stays out
     finally:
         memory.close()
+
+
+async def test_an_agent_saves_privately_and_recalls_its_own_before_the_shared_layer(memory: Memory) -> None:
+    memory.save_memory("The office wifi password is on the fridge.", user_id="alice")  # shared: no agent
+    sales = {t.metadata.name: t for t in PortamemToolSpec(memory, user_id="alice", agent_id="sales").to_tool_list()}
+    mine = sales["save_memory"].call(content="The office wifi for visitors is called Guest-5.").raw_output
+    assert memory.get_memory(mine.node_id, user_id="alice").agent_id == "sales"
+    nodes = await PortamemRetriever(memory, user_id="alice", agent_id="sales").aretrieve("Where is the office wifi?")
+    assert nodes[0].node.node_id == mine.node_id and any("fridge" in n.node.get_content() for n in nodes)
+    support = PortamemMemory(memory, user_id="alice", agent_id="support")
+    [note] = [m.content for m in support.get("Where is the office wifi?") if m.role == MessageRole.SYSTEM]
+    assert "fridge" in note and "Guest-5" not in note
+    found = PortamemToolSpec(memory, user_id="alice", agent_id="support").search_memory("office wifi")
+    assert "fridge" in found and "Guest-5" not in found
