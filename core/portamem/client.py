@@ -247,13 +247,14 @@ class RemoteMemory:
         top_k: int | None = None, tenant_id: str | None = None, now: datetime | None = None,
         sources: Sequence[str] | None = None, weights: Mapping[str, float] | None = None,
         window_session: str | None = None, shown: Iterable[str] = (), debug: bool = False, trace: Any = None,
+        touch: bool = False,
     ) -> _Call:
         """Hybrid search of one user's memories, each hit with its score breakdown and provenance."""
         self._tenant(tenant_id)
         if now is not None or debug or trace is not None:
             raise ValidationError("now, debug and trace are in-process options; a server searches at its own time")
         body: dict[str, Any] = {"user_id": user_id, "query": query, "top_k": top_k, "filters": _filters(filters),
-                                "window_session": window_session, "shown": list(shown)}
+                                "window_session": window_session, "shown": list(shown), "touch": touch}
         if sources is not None:
             body["sources"] = list(sources)
         if weights is not None:

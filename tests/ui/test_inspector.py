@@ -82,8 +82,11 @@ def test_timeline_by_type_shows_hostile_and_chinese_text_as_text(
     expect(page.locator("#type-semantic")).to_contain_text("semantic (0)")
     expect(page.locator("#type-episodic")).to_contain_text("Kungsleden")
     page.goto(f"/ui/memories?user={user}&agent=planner")
-    expect(page.locator("li.memory")).to_have_count(1)
-    expect(page.locator("li.memory")).to_contain_text("Tom")
+    # an agent sees its own memories and the shared layer, never another agent's
+    private = page.locator("li.memory", has_text="agent planner")
+    expect(private).to_have_count(1)
+    expect(private).to_contain_text("Tom")
+    expect(page.locator("li.memory", has_text=" · agent ")).to_have_count(1)
     page.goto(f"/ui/memories?user={user}&until=2001-01-01T00:00")
     expect(page.locator("li.memory")).to_have_count(0)
     page.goto(f"/ui/memories?user={user}&status=pending")

@@ -278,7 +278,7 @@ def create_app(state: ServerState) -> FastAPI:
         hits = await read(
             who, "read.search", mem.search_memory, body.query, user_id=body.user_id, tenant_id=who.tenant_id,
             filters=body.filters, top_k=body.top_k, window_session=body.window_session, shown=body.shown,
-            weights=body.weights, **extra,
+            weights=body.weights, touch=body.touch, **extra,
         )
         return {"hits": [wire.dump_hit(h) for h in hits]}
 

@@ -90,6 +90,8 @@ class SearchRequest(_Body):
     #: retrievers to ask (default: all) and weights to rank with (default: the server's)
     sources: list[Literal["vector", "keyword", "entity"]] | None = Field(default=None, min_length=1)
     weights: dict[str, float] | None = None
+    #: count the hits as used (their prompt is built from them): access count and decay refresh
+    touch: bool = False
 
 
 class ListRequest(_Body):
