@@ -240,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mix", default="40,30,30",
                         help="shares of add_turn, save and search (default 40,30,30; e.g. 0,1,0 for saves alone)")
     parser.add_argument("--dir", help="where the two stores go (default: a temporary directory)")
+    parser.add_argument("--only", choices=("in-process", "server"),
+                        help="run one phase alone (profiling); the ratio needs both")
     args = parser.parse_args(argv)
     if not 1 <= args.users <= 5000 or not 0 < args.seconds <= 600:
         parser.error("--users must be 1..5000 and --seconds 0..600")
@@ -257,11 +259,15 @@ def main(argv: list[str] | None = None) -> int:
           f"embedder {args.embedder}, "
           f"{os.cpu_count()} CPUs, stores in {root}", flush=True)
 
-    settings = Settings.load(path=str(root / "in-process"))
-    with Memory(settings=settings) as mem:
-        local = asyncio.run(in_process(mem, args.users, args.seconds))
-    local.lost = count_lost(settings.resolved_db_url, local.saved)
-    print(local.line(), flush=True)
+    local = Figures("in-process")
+    if args.only != "server":
+        settings = Settings.load(path=str(root / "in-process"))
+        with Memory(settings=settings) as mem:
+            local = asyncio.run(in_process(mem, args.users, args.seconds))
+        local.lost = count_lost(settings.resolved_db_url, local.saved)
+        print(local.line(), flush=True)
+    if args.only == "in-process":
+        return 0
 
     server = ServerProcess(root / "served", args=("--max-queue", "4096"))
     try:

@@ -110,9 +110,9 @@ class Settings:
     pool_capacity: int = 5000
     #: rows the background indexer embeds, reviews and indexes per batch
     index_batch: int = 64
-    #: a vector search first waits at most this long for the user's queued writes to reach the
-    #: index (read-your-writes for a save followed by a search); keyword search sees them at once
-    search_wait_s: float = 10.0
+    #: a vector search scores the user's writes not yet indexed itself (read-your-writes, ``portamem.fresh``);
+    #: above 0 it first waits at most this long for the indexer's review of them (merges, supersession)
+    search_wait_s: float = 0.0
     #: how long ``save_memory(wait=True)`` waits for the indexer before ``IndexingTimeoutError``
     index_wait_s: float = 300.0
     #: memory for the per-user read replica of the vector index (float32 matrices, least recently

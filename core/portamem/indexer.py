@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import IndexingTimeoutError
+from .fresh import HandOver
 from .records import MemoryRecord, Status, utcnow
 from .storage.claims import OutboxClaims
 from .store import REVIEW
@@ -75,6 +76,8 @@ class Indexer:
         self._done: deque[tuple[float, int]] = deque()
         self._total = 0
         self._error: str | None = None
+        #: vectors searches computed for queued rows (``portamem.fresh``), taken instead of embedding again
+        self.handover = HandOver()
         self._thread = threading.Thread(target=self._run, name="portamem-indexer", daemon=True)
         #: rows this indexer works on, where several processes share the outbox
         self._claims = OutboxClaims(mem.store.engine)
@@ -125,6 +128,11 @@ class Indexer:
                     ids.discard(memory_id)
                     if not ids:
                         del self._by_scope[entry[0]]
+
+    def queued(self, scope: Scope) -> list[str]:
+        """The ids of one user's rows not yet in the vector index."""
+        with self._cond:
+            return list(self._by_scope.get(scope, ()))
 
     # ------------------------------------------------------------------ waiting
     def wait_ids(self, memory_ids: Sequence[str], timeout: float | None) -> None:
@@ -247,7 +255,10 @@ class Indexer:
         """Embed, review, index and commit one batch; returns the ids settled and how many rows it wrote."""
         mem = self._mem
         todo = [r for _, _, r in rows if _needs_vector(mem, r)]
-        vectors: dict[str, tuple[str, Any]] = {}
+        offered = self.handover.take(todo)  # a search embedded these already
+        vectors: dict[str, tuple[str, Any]] = {r.memory_id: (r.content, offered[r.memory_id])
+                                               for r in todo if r.memory_id in offered}
+        todo = [r for r in todo if r.memory_id not in offered]
         for lo in range(0, len(todo), _EMBED_CHUNK):  # outside the lock: writers and readers go on
             chunk = todo[lo:lo + _EMBED_CHUNK]
             for r, v in zip(chunk, mem._embed([r.content for r in chunk])):

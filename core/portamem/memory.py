@@ -48,6 +48,7 @@ from .store import RecordStore
 from . import validation as check
 from .vectors import MilvusVectorIndex
 from .embeddings import QueryCache
+from .fresh import queued_vectors
 from .indexer import Indexer, IndexStats, index_now, reconcile, reindex, repair
 from .replica import VectorReader
 from .groupcommit import TurnRequest
@@ -338,8 +339,6 @@ class Memory(KeyedMemory):
         query = check.check_query(self.settings, query)
         k = check.check_top_k(self.settings, top_k)
         f = check.check_filters(self.settings, filters)
-        if "vector" in sources:  # read-your-writes, bounded: let this user's queued rows reach the index
-            self.indexer.wait_scope((tenant_id, user_id), self.settings.search_wait_s)
         if Status.QUARANTINED in f.statuses:
             raise ValidationError(
                 "quarantined memories are never searched or recalled; review them with "
@@ -358,8 +357,14 @@ class Memory(KeyedMemory):
         if window_session is not None:
             for turn in self.context(user_id=user_id, session_id=window_session, tenant_id=tenant_id):
                 window.append(f"{turn.user}\n{turn.assistant}")
+        queued = None
+        if "vector" in sources:  # read-your-writes: the user's rows not indexed yet are scored as they stand
+            if s.search_wait_s:
+                self.indexer.wait_scope((tenant_id, user_id), s.search_wait_s)
+            queued = queued_vectors(self.store, self.indexer, self._embed, self.embedder.name, tenant_id, user_id, f)
         candidates = self.retriever.candidates(
-            query, tenant_id=tenant_id, user_id=user_id, filters=f, k=max(s.candidate_k, k), sources=sources
+            query, tenant_id=tenant_id, user_id=user_id, filters=f, k=max(s.candidate_k, k), sources=sources,
+            queued=queued,
         )
         registered = self.hooks.scorers()
         if trace is None and debug:

@@ -179,6 +179,17 @@ def _triples_conflict(a: MemoryRecord, b: MemoryRecord) -> bool:
     return False
 
 
+def _merge_queued(hits: list[tuple[str, float]], queued: Mapping[str, np.ndarray], qvec: np.ndarray,
+                  k: int) -> list[tuple[str, float]]:
+    """The top ``k`` of the index's hits and the queued rows' exact cosines (a queued row's own
+    score wins over an older indexed version of it)."""
+    ids = list(queued)
+    scores = (np.stack([queued[m] for m in ids]) @ qvec).tolist()
+    merged = {m: s for m, s in hits if m not in queued}
+    merged.update(zip(ids, scores))
+    return sorted(merged.items(), key=lambda item: -item[1])[:k]
+
+
 def _factor(cand: Candidate, trust_factor: Mapping[Trust, float] | None, unknown_penalty: float) -> float:
     """What multiplies a candidate's weighted sum: its trust factor, less the unknown-entity penalty."""
     assert cand.record is not None
@@ -209,11 +220,13 @@ class Retriever:
         filters: SearchFilters,
         k: int,
         sources: Sequence[str] = SOURCES,
+        queued: Mapping[str, np.ndarray] | None = None,
     ) -> dict[str, Candidate]:
         """The union of each source's top ``k``, every member scored by every requested source.
 
         A memory that one retriever found and another did not rank in its top ``k`` still gets that
-        retriever's score, so the merge never mistakes "not in the list" for "no match".
+        retriever's score, so the merge never mistakes "not in the list" for "no match". ``queued``:
+        vectors of the user's rows not in the index yet (``portamem.fresh``), scored exactly beside it.
         """
         if isinstance(sources, str) or not sources or set(sources) - set(SOURCES):
             raise ValidationError(f"sources must be a non-empty list drawn from {list(SOURCES)}, got {sources!r}")
@@ -229,6 +242,8 @@ class Retriever:
                 vector_hits = [(h.memory_id, h.score) for h in self.index.search(tenant_id, user_id, qvec, k, filters)]
             else:  # statuses the index does not hold: exact scan of the stored vectors
                 vector_hits = self._scan(qvec, tenant_id, user_id, filters, k)
+            if queued:
+                vector_hits = _merge_queued(vector_hits, queued, qvec, k)
             for memory_id, _ in vector_hits:
                 add(memory_id, "vector")
         if "keyword" in sources:
@@ -256,6 +271,9 @@ class Retriever:
                 del found[memory_id]
             else:
                 found[memory_id].record = record
+        for memory_id, vec in (queued or {}).items():
+            if memory_id in found:
+                found[memory_id].vector = vec
         self._attach_vectors(tenant_id, user_id, found.values())
         if qvec is not None:
             self._score_vector(qvec, found, [s for _, s in vector_hits])

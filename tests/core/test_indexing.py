@@ -4,6 +4,7 @@ the group commit of many users' saves, read-your-writes, the lag figures and the
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -67,13 +68,64 @@ def test_wait_true_times_out_with_a_typed_error_and_the_record_kept(gated) -> No
     assert mem.stats().pending == 0
 
 
-def test_a_search_waits_for_the_users_queued_writes(memory: Memory) -> None:
-    saved = memory.save_memories([f"Flight LH{400 + i} to Lisbon boards at gate B{i}." for i in range(6)]
-                                 + ["My dentist appointment moved to Friday at noon."], user_id="u")
-    hits = memory.search_memory("When do I see the dentist?", user_id="u", top_k=1,
-                                sources=["vector"], weights={"vector": 1.0})
-    assert hits[0].memory_id == saved[-1].memory_id  # found by meaning, right after the save
-    assert memory.stats().pending == 0
+class StuckIndexer:
+    """The real embedder; the indexer thread's call holding ``blocker`` waits for ``gate`` (a long batch ahead)."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001
+        self.inner = inner
+        self.name, self.version, self.dim = inner.name, inner.version, inner.dim
+        self.gate = threading.Event()
+        self.indexer_texts: list[str] = []
+
+    def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
+        if threading.current_thread().name == "portamem-indexer":
+            self.indexer_texts.extend(texts)
+            if "blocker" in texts:
+                self.gate.wait()
+        return self.inner.embed(texts, kind=kind)
+
+
+def test_a_search_finds_the_users_queued_writes_by_meaning_without_waiting_for_the_indexer(tmp_path, embedder) -> None:  # noqa: ANN001,E501
+    emb = StuckIndexer(embedder)
+    mem = Memory(settings=Settings(path=str(tmp_path / "s")), embedder=emb)
+    try:
+        mem.save_memory("blocker", user_id="someone else")
+        while "blocker" not in emb.indexer_texts:  # the indexer is busy with another user's batch
+            time.sleep(0.01)
+        texts = [f"Flight LH{400 + i} to Lisbon boards at gate B{i}." for i in range(6)] + [
+            "My dentist appointment moved to Friday at noon.", "我的牙医预约改到了星期五中午。"]
+        saved = mem.save_memories(texts, user_id="u")
+        started = time.perf_counter()
+        hits = mem.search_memory("When do I see the dentist?", user_id="u", top_k=2,
+                                 sources=["vector"], weights={"vector": 1.0})
+        assert time.perf_counter() - started < 5
+        assert {h.memory_id for h in hits} == {saved[-2].memory_id, saved[-1].memory_id}  # by meaning, unindexed
+        assert mem.stats().pending == len(texts) + 1
+        zh = mem.search_memory("牙医什么时候？", user_id="u", top_k=1, sources=["vector"], weights={"vector": 1.0})
+        assert zh[0].memory_id in {saved[-2].memory_id, saved[-1].memory_id}
+        other = mem.search_memory("dentist", user_id="someone else", sources=["vector"])
+        assert not {h.memory_id for h in other} & {r.memory_id for r in saved}  # never another user's rows
+    finally:
+        emb.gate.set()
+    mem.flush(30)
+    assert mem.stats().pending == 0
+    assert not set(texts) & set(emb.indexer_texts)  # the search's vectors were handed over, not embedded again
+    stored = mem.get_memory(saved[-2].memory_id, user_id="u").embedding
+    assert np.allclose(stored, embedder.embed([texts[-2]], kind="passage")[0], atol=1e-5)
+    hits = mem.search_memory("When do I see the dentist?", user_id="u", top_k=1, sources=["vector"],
+                             weights={"vector": 1.0})
+    assert hits[0].memory_id in {saved[-2].memory_id, saved[-1].memory_id}
+    mem.close()
+
+
+def test_a_search_set_to_wait_sees_the_review_of_the_users_writes(tmp_path, embedder) -> None:  # noqa: ANN001
+    mem = Memory(settings=Settings(path=str(tmp_path / "s"), search_wait_s=10.0), embedder=embedder)
+    with mem:
+        mem.save_memory("My budget is 5000 euros.", user_id="u")
+        mem.save_memory("My budget is 8000 euros.", user_id="u")
+        hits = mem.search_memory("What is my budget?", user_id="u")
+        assert [h.record.content for h in hits][:1] == ["My budget is 8000 euros."]
+        assert mem.stats().pending == 0
 
 
 def test_save_many_commits_many_users_at_once_and_refuses_bad_requests_alone(memory: Memory) -> None:

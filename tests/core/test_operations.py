@@ -16,6 +16,7 @@ def test_save_then_search_returns_content_unchanged(memory: Memory) -> None:
     hits = memory.search_memory("ORD-77120", user_id="u1")
     assert hits[0].memory_id == saved.memory_id
     assert hits[0].content == text
+    memory.flush()  # the stored vector is the background indexer's
     got = memory.get_memory(saved.memory_id, user_id="u1")
     assert got.content == text and got.embedding_model == memory.embedder.name
     assert len(got.embedding) == memory.embedder.dim
