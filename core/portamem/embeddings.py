@@ -163,26 +163,50 @@ class QueryCache:
         self.size = size
         self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._inflight: dict[tuple[str, str], threading.Event] = {}
         self.hits = 0
         self.misses = 0
 
     def get(self, text: str) -> np.ndarray:
         key = (self.embedder.name, text)
         with self._lock:
-            found = self._cache.get(key)
+            found = self._lookup(key)
             if found is not None:
-                self._cache.move_to_end(key)
-                self.hits += 1
                 return found
-        vector = np.asarray(self.embedder.embed([text], kind="query")[0], dtype=np.float32)
-        vector.setflags(write=False)  # shared by every caller
-        with self._lock:
-            self.misses += 1
-            if self.size:
-                self._cache[key] = vector
-                while len(self._cache) > self.size:
-                    self._cache.popitem(last=False)
-        return vector
+            computing = self._inflight.get(key)
+            if computing is None:
+                self._inflight[key] = threading.Event()
+        if computing is not None:  # many users asking the same new question at once embed it once
+            computing.wait()
+            with self._lock:
+                found = self._lookup(key)
+            if found is not None:
+                return found
+            return self._compute(key, text, None)
+        return self._compute(key, text, key)
+
+    def _lookup(self, key: tuple[str, str]) -> np.ndarray | None:
+        found = self._cache.get(key)
+        if found is not None:
+            self._cache.move_to_end(key)
+            self.hits += 1
+        return found
+
+    def _compute(self, key: tuple[str, str], text: str, owned: tuple[str, str] | None) -> np.ndarray:
+        try:
+            vector = np.asarray(self.embedder.embed([text], kind="query")[0], dtype=np.float32)
+            vector.setflags(write=False)  # shared by every caller
+            with self._lock:
+                self.misses += 1
+                if self.size:
+                    self._cache[key] = vector
+                    while len(self._cache) > self.size:
+                        self._cache.popitem(last=False)
+            return vector
+        finally:
+            if owned is not None:
+                with self._lock:
+                    self._inflight.pop(owned).set()
 
 
 def _minilm() -> Embedder:

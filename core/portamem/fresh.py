@@ -71,23 +71,22 @@ def queued_vectors(store: RecordStore, indexer: Indexer, embed: Callable[[list[s
                    model: str, tenant_id: str, user_id: str, filters: SearchFilters) -> dict[str, np.ndarray]:
     """Vectors (float32) of one user's rows still queued for the index that ``filters`` admit: stored
     ones of ``model``, else handed over by an earlier search, else embedded now (and handed over)."""
-    ids = indexer.queued((tenant_id, user_id))[-MAX_QUEUED:]
+    ids = indexer.queued((tenant_id, user_id))[:MAX_QUEUED]
     if not ids:
         return {}
-    records = store.get(tenant_id, user_id, ids)
-    out: dict[str, np.ndarray] = {}
+    admitted = [r for r in store.get(tenant_id, user_id, ids, vectors=False).values() if filters.admits(r)]
+    stored = [r.memory_id for r in admitted if r.embedding_model == model]
+    out = store.vectors(tenant_id, user_id, stored, model) if stored else {}
     todo: list[MemoryRecord] = []
-    for r in records.values():
-        if not filters.admits(r):
+    for r in admitted:
+        if r.memory_id in out:
             continue
-        if r.embedding is not None and r.embedding_model == model:
-            out[r.memory_id] = np.asarray(r.embedding, dtype=np.float32)
-        elif (v := indexer.handover.get(r)) is not None:
+        if (v := indexer.handover.get(r)) is not None:
             out[r.memory_id] = v
         else:
             todo.append(r)
     if todo:
-        vectors = np.asarray(embed([r.content for r in todo]), dtype=np.float32)
-        indexer.handover.put(todo, list(vectors))
+        vectors = list(np.asarray(embed([r.content for r in todo]), dtype=np.float32))
+        indexer.handover.put(todo, vectors)
         out.update((r.memory_id, v) for r, v in zip(todo, vectors))
     return out

@@ -68,54 +68,30 @@ def test_wait_true_times_out_with_a_typed_error_and_the_record_kept(gated) -> No
     assert mem.stats().pending == 0
 
 
-class StuckIndexer:
-    """The real embedder; the indexer thread's call holding ``blocker`` waits for ``gate`` (a long batch ahead)."""
-
-    def __init__(self, inner) -> None:  # noqa: ANN001
-        self.inner = inner
-        self.name, self.version, self.dim = inner.name, inner.version, inner.dim
-        self.gate = threading.Event()
-        self.indexer_texts: list[str] = []
-
-    def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
-        if threading.current_thread().name == "portamem-indexer":
-            self.indexer_texts.extend(texts)
-            if "blocker" in texts:
-                self.gate.wait()
-        return self.inner.embed(texts, kind=kind)
-
-
-def test_a_search_finds_the_users_queued_writes_by_meaning_without_waiting_for_the_indexer(tmp_path, embedder) -> None:  # noqa: ANN001,E501
-    emb = StuckIndexer(embedder)
-    mem = Memory(settings=Settings(path=str(tmp_path / "s")), embedder=emb)
-    try:
-        mem.save_memory("blocker", user_id="someone else")
-        while "blocker" not in emb.indexer_texts:  # the indexer is busy with another user's batch
-            time.sleep(0.01)
-        texts = [f"Flight LH{400 + i} to Lisbon boards at gate B{i}." for i in range(6)] + [
-            "My dentist appointment moved to Friday at noon.", "我的牙医预约改到了星期五中午。"]
-        saved = mem.save_memories(texts, user_id="u")
-        started = time.perf_counter()
-        hits = mem.search_memory("When do I see the dentist?", user_id="u", top_k=2,
-                                 sources=["vector"], weights={"vector": 1.0})
-        assert time.perf_counter() - started < 5
-        assert {h.memory_id for h in hits} == {saved[-2].memory_id, saved[-1].memory_id}  # by meaning, unindexed
-        assert mem.stats().pending == len(texts) + 1
-        zh = mem.search_memory("牙医什么时候？", user_id="u", top_k=1, sources=["vector"], weights={"vector": 1.0})
-        assert zh[0].memory_id in {saved[-2].memory_id, saved[-1].memory_id}
-        other = mem.search_memory("dentist", user_id="someone else", sources=["vector"])
-        assert not {h.memory_id for h in other} & {r.memory_id for r in saved}  # never another user's rows
-    finally:
-        emb.gate.set()
+def test_a_search_finds_the_users_queued_writes_by_meaning_without_waiting_for_the_indexer(stuck, embedder) -> None:  # noqa: ANN001,E501
+    mem, emb = stuck
+    texts = [f"Flight LH{400 + i} to Lisbon boards at gate B{i}." for i in range(6)] + [
+        "My dentist appointment moved to Friday at noon.", "我的牙医预约改到了星期五中午。"]
+    saved = mem.save_memories(texts, user_id="u")
+    started = time.perf_counter()
+    hits = mem.search_memory("When do I see the dentist?", user_id="u", top_k=2,
+                             sources=["vector"], weights={"vector": 1.0})
+    assert time.perf_counter() - started < 5
+    assert {h.memory_id for h in hits} == {saved[-2].memory_id, saved[-1].memory_id}  # by meaning, unindexed
+    assert mem.stats().pending == len(texts) + 1
+    zh = mem.search_memory("牙医什么时候？", user_id="u", top_k=1, sources=["vector"], weights={"vector": 1.0})
+    assert zh[0].memory_id in {saved[-2].memory_id, saved[-1].memory_id}
+    other = mem.search_memory("dentist", user_id="someone else", sources=["vector"])
+    assert not {h.memory_id for h in other} & {r.memory_id for r in saved}  # never another user's rows
+    emb.gate.set()
     mem.flush(30)
     assert mem.stats().pending == 0
-    assert not set(texts) & set(emb.indexer_texts)  # the search's vectors were handed over, not embedded again
+    assert not set(texts) & set(emb.texts("portamem-indexer"))  # handed over by the search, not embedded again
     stored = mem.get_memory(saved[-2].memory_id, user_id="u").embedding
     assert np.allclose(stored, embedder.embed([texts[-2]], kind="passage")[0], atol=1e-5)
     hits = mem.search_memory("When do I see the dentist?", user_id="u", top_k=1, sources=["vector"],
                              weights={"vector": 1.0})
     assert hits[0].memory_id in {saved[-2].memory_id, saved[-1].memory_id}
-    mem.close()
 
 
 def test_a_search_set_to_wait_sees_the_review_of_the_users_writes(tmp_path, embedder) -> None:  # noqa: ANN001
@@ -170,3 +146,36 @@ def test_a_repeated_query_is_embedded_once(tmp_path, embedder) -> None:  # noqa:
         for _ in range(3):
             assert mem.search_memory("When does the gym close?", user_id="u")
         assert [c for c in emb.calls if c[0] == "query"] == [("query", 1)]
+
+
+class SlowQueries:
+    """The real embedder; each query embedding takes a while and is counted (many users asking at once)."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001
+        self.inner = inner
+        self.name, self.version, self.dim = inner.name, inner.version, inner.dim
+        self.queries: list[str] = []
+
+    def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
+        if kind == "query":
+            self.queries.extend(texts)
+            time.sleep(0.2)
+        return self.inner.embed(texts, kind=kind)
+
+
+def test_the_same_new_question_asked_at_once_is_embedded_once(embedder) -> None:  # noqa: ANN001
+    from portamem.embeddings import QueryCache
+
+    slow = SlowQueries(embedder)
+    cache = QueryCache(slow, size=16)  # type: ignore[arg-type]
+    got: list[tuple[str, np.ndarray]] = []
+    threads = [threading.Thread(target=lambda q=q: got.append((q, cache.get(q))))
+               for q in ["where is my hotel?"] * 8 + ["我的酒店在哪里？"] * 4]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(slow.queries) == sorted(["where is my hotel?", "我的酒店在哪里？"])
+    assert len(got) == 12 and cache.misses == 2 and cache.hits == 10
+    for q, vec in got:
+        assert np.allclose(vec, embedder.embed([q], kind="query")[0], atol=1e-5)
