@@ -56,6 +56,8 @@ class Figures:
     error_samples: list[str] = field(default_factory=list)
     saved: list[tuple[str, str]] = field(default_factory=list)
     lost: int | None = None
+    #: CPU seconds the serving process used during the phase (Linux), None where unknown
+    cpu_s: float | None = None
 
     def error(self, text: str) -> None:
         self.errors += 1
@@ -69,9 +71,20 @@ class Figures:
         return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] * 1000
 
     def line(self) -> str:
+        requests = self.writes + len(self.searches)
+        cpu = f"  {self.cpu_s * 1000 / requests:.1f} ms CPU/request" if self.cpu_s is not None and requests else ""
         return (f"{self.name:>12}: {self.writes / self.seconds:8.1f} acknowledged writes/s  "
                 f"search p50 {self.pct(50):7.1f} ms  p99 {self.pct(99):7.1f} ms  ({len(self.searches)} searches)  "
-                f"errors {self.errors}  429s {self.rejected}  lost writes {self.lost}")
+                f"errors {self.errors}  429s {self.rejected}  lost writes {self.lost}{cpu}")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (from /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 #: shares of add_turn, save and search in each user's loop (``--mix``)
@@ -157,9 +170,10 @@ async def _run_users(users: int, seconds: float, step: Any, figures: Figures) ->
     figures.seconds = time.perf_counter() - start
 
 
-async def served(url: str, key: str, users: int, seconds: float) -> Figures:
+async def served(url: str, key: str, users: int, seconds: float, pid: int) -> Figures:
     host, port = url.removeprefix("http://").rsplit(":", 1)
     figures = Figures("server")
+    cpu_before = cpu_seconds(pid)
     connections = [Connection(host, int(port), key) for _ in range(users)]
 
     async def step(n: int, kind: str, body: dict[str, Any], t0: float) -> None:
@@ -187,11 +201,15 @@ async def served(url: str, key: str, users: int, seconds: float) -> Figures:
     finally:
         for c in connections:
             c.close()
+    cpu_after = cpu_seconds(pid)
+    if cpu_before is not None and cpu_after is not None:
+        figures.cpu_s = cpu_after - cpu_before
     return figures
 
 
 async def in_process(mem: Memory, users: int, seconds: float) -> Figures:
     figures = Figures("in-process")
+    cpu_before = time.process_time()
 
     async def step(n: int, kind: str, body: dict[str, Any], t0: float) -> None:
         try:
@@ -212,6 +230,7 @@ async def in_process(mem: Memory, users: int, seconds: float) -> Figures:
             figures.error(f"{kind}: {exc!r}")
 
     await _run_users(users, seconds, step, figures)
+    figures.cpu_s = time.process_time() - cpu_before  # the simulated users' share included
     return figures
 
 
@@ -272,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     server = ServerProcess(root / "served", args=("--max-queue", "4096"))
     try:
         key = server.key("load")
-        remote = asyncio.run(served(server.url, key, args.users, args.seconds))
+        remote = asyncio.run(served(server.url, key, args.users, args.seconds, server.proc.pid))
         queue = httpx.get(server.url + "/v1/stats", headers={"Authorization": f"Bearer {key}"},
                           timeout=60).json()["queue"]
     finally:
