@@ -16,7 +16,8 @@ import sqlalchemy as sa
 from .pipeline import WriteContext
 from .plugins import Hooks
 from .records import MemoryRecord, SearchHit, from_iso, to_iso
-from .store import RecordStore, memories
+from .storage.schema import memories
+from .storage.sql import RecordStore
 
 if TYPE_CHECKING:
     from .memory import Memory

@@ -23,7 +23,7 @@ from .records import MemoryRecord
 
 if TYPE_CHECKING:
     from .indexer import Indexer
-    from .store import RecordStore
+    from .storage.sql import RecordStore
 
 __all__ = ["HandOver", "queued_vectors"]
 

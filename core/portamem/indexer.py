@@ -24,7 +24,7 @@ from .errors import IndexingTimeoutError
 from .fresh import HandOver
 from .records import MemoryRecord, Status, utcnow
 from .storage.claims import OutboxClaims
-from .store import REVIEW
+from .storage.schema import REVIEW
 from .supersession import Supersessions, supersede
 
 if TYPE_CHECKING:
@@ -360,7 +360,7 @@ def _with_earlier(records: Sequence[MemoryRecord], near: dict[str, list[Any]], k
     in a row meet in one batch, and the second must see the first as the index would have."""
     import numpy as np
 
-    from .vectors import VectorHit
+    from .storage.vectors import VectorHit
 
     by_scope: dict[Scope, list[MemoryRecord]] = {}
     for r in records:

@@ -44,9 +44,9 @@ from .lifecycle import Maintainer, MaintenanceReport, maintain, purge, restore
 from .pipeline import WriteContext
 from .plugins import Hooks, get_plugin_manager
 from .portable import export_jsonl, import_jsonl
-from .store import RecordStore
+from .storage.sql import RecordStore
 from . import validation as check
-from .vectors import MilvusVectorIndex
+from .storage.vectors import MilvusVectorIndex
 from .embeddings import QueryCache
 from .fresh import queued_vectors
 from .indexer import Indexer, IndexStats, index_now, reconcile, reindex, repair

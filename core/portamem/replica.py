@@ -19,8 +19,8 @@ import numpy as np
 
 from .filters import SearchFilters
 from .records import MemoryRecord, MemoryType, Source, Trust
-from .store import RecordStore
-from .vectors import MilvusVectorIndex, VectorHit, opt_key
+from .storage.sql import RecordStore
+from .storage.vectors import MilvusVectorIndex, VectorHit, opt_key
 
 __all__ = ["UserVectors", "VectorReader"]
 

@@ -20,10 +20,11 @@ from .errors import ValidationError
 from .filters import SearchFilters
 from .records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust
 from .storage.keywords import BM25_B, BM25_K1
-from .store import RecordStore, keyword_text
+from .storage.schema import keyword_text
+from .storage.sql import RecordStore
 from .supersession import single_valued
 from .text import tokenize
-from .vectors import MilvusVectorIndex
+from .storage.vectors import MilvusVectorIndex
 
 __all__ = [
     "SOURCES",

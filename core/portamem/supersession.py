@@ -111,7 +111,7 @@ class Supersessions:
 
 def _arrival(mem: Memory, memory_ids: Sequence[str]) -> dict[str, int]:
     """Commit order of the rows (their primary key): the newest acknowledged value wins."""
-    from .store import memories
+    from .storage.schema import memories
 
     ids = list(dict.fromkeys(memory_ids))
     if not ids:

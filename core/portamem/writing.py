@@ -18,7 +18,7 @@ from .pipeline import WriteContext
 from .privacy import redact_record
 from .validation import check_draft
 from .records import TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, importance_band, utcnow
-from .store import REVIEW
+from .storage.schema import REVIEW
 
 if TYPE_CHECKING:
     from .groupcommit import TurnRequest

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from portamem import Memory, Settings
 from portamem.errors import BackendNotInstalledError, StoreOpenError, StoreUnreachableError
 from portamem.filters import SearchFilters
-from portamem.store import RecordStore
-from portamem.vectors import MilvusVectorIndex
+from portamem.storage.sql import RecordStore
+from portamem.storage.vectors import MilvusVectorIndex
 from portamem_conformance.backends import corpus, exact_bm25
 
 

@@ -10,8 +10,8 @@ import pytest
 from portamem_conformance.backends import RecordStoreTests, VectorIndexTests
 from portamem_conformance.fixtures import Backend
 
-from portamem.store import RecordStore
-from portamem.vectors import MilvusVectorIndex
+from portamem.storage.sql import RecordStore
+from portamem.storage.vectors import MilvusVectorIndex
 
 
 class TestRecordStore(RecordStoreTests):

@@ -16,7 +16,7 @@ from portamem_conformance.fixtures import Backend
 from portamem import Memory
 from portamem.filters import SearchFilters
 from portamem.records import Status
-from portamem.store import keyword_text
+from portamem.storage.schema import keyword_text
 from portamem.text import tokenize
 
 PROCESSES = 4

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from portamem import Memory, MemoryDraft, Message, PortamemError, Settings, recall
 from portamem.messages import add_messages, archive_messages, window_messages
-from portamem.store import audit_t, memories, turns_t
+from portamem.storage.schema import audit_t, memories, turns_t
 
 # ---------------------------------------------------------------------------- values
 _SPECIAL = st.sampled_from([

@@ -16,7 +16,7 @@ from portamem import (
     StoreOpenError,
     ValidationError,
 )
-from portamem.store import audit_t, memories
+from portamem.storage.schema import audit_t, memories
 
 
 def _snapshot(mem: Memory) -> tuple[int, int, int]:

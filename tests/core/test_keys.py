@@ -14,7 +14,8 @@ from portamem import Memory, MemoryDraft, Settings
 from portamem.embeddings import Embedder
 from portamem.errors import NotFoundError, ValidationError
 from portamem.records import MemoryRecord, Status
-from portamem.store import SCHEMA_VERSION, RecordStore
+from portamem.storage.schema import SCHEMA_VERSION
+from portamem.storage.sql import RecordStore
 
 
 def test_same_text_under_two_keys_keeps_both(memory: Memory) -> None:

@@ -12,7 +12,7 @@ from portamem.text import tokenize
 def _brute_df(mem: Memory, user: str, token: str) -> int:
     from portamem.filters import SearchFilters
     from portamem.records import Status
-    from portamem.store import keyword_text
+    from portamem.storage.schema import keyword_text
 
     records = mem.store.list("default", user, SearchFilters(statuses=tuple(Status)))
     return sum(token in set(tokenize(keyword_text(r))) for r in records)

@@ -294,7 +294,7 @@ def test_an_export_that_cannot_encode_never_replaces_the_backup(memory: Memory, 
     import sqlalchemy as sa
 
     from portamem import StoreError
-    from portamem.store import memories
+    from portamem.storage.schema import memories
 
     rec = memory.save_memory("A clean memory.", user_id="u")
     backup = tmp_path / "backup.jsonl"

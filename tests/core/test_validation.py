@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from portamem import Memory, MemoryDraft, PortamemError, Settings, ValidationError
-from portamem.store import audit_t, memories, turns_t
+from portamem.storage.schema import audit_t, memories, turns_t
 
 SURROGATE = "caf\udce9"  # what os.fsdecode makes of a Latin-1 byte: not valid Unicode
 

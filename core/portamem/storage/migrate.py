@@ -20,7 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import StoreError
-from ..store import RecordStore, audit_t, entities_t, memories, meta_t, retrievals_t, turns_t
+from .schema import audit_t, entities_t, memories, meta_t, retrievals_t, turns_t
+from .sql import RecordStore
 from .dialect import reset_sequences, safe_url, upsert
 from .keywords import df_t, postings_t, users_t
 

@@ -1,7 +1,7 @@
 """The storage seam: what the read and write paths need from a record store, keyword index and vector index.
 
-``portamem.store.RecordStore`` (SQLite or PostgreSQL), ``portamem.storage.keywords.PostingsKeywordIndex``
-and ``portamem.vectors.MilvusVectorIndex`` (milvus-lite or a Milvus server) implement them; the backend
+``portamem.storage.sql.RecordStore`` (SQLite or PostgreSQL), ``portamem.storage.keywords.PostingsKeywordIndex``
+and ``portamem.storage.vectors.MilvusVectorIndex`` (milvus-lite or a Milvus server) implement them; the backend
 test suite (``portamem_conformance.backends``) holds every implementation to the same behaviour.
 """
 

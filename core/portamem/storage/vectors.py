@@ -25,9 +25,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .errors import StoreError, StoreLockedError, StoreOpenError, StoreUnreachableError
-from .filters import SearchFilters
-from .records import MemoryRecord, MemoryType, Source, Trust
+from ..errors import StoreError, StoreLockedError, StoreOpenError, StoreUnreachableError
+from ..filters import SearchFilters
+from ..records import MemoryRecord, MemoryType, Source, Trust
 
 __all__ = ["MilvusVectorIndex", "VectorHit", "scope_key", "collection_name", "opt_key"]
 

@@ -1,7 +1,8 @@
 """Record store: memories, entities, keyword index, working window, audit log. The source of truth.
 
-One code path for SQLite and PostgreSQL (``portamem.storage.dialect`` holds their differences); the
-keyword index is exact per-user BM25 over a postings table (``portamem.storage.keywords``).
+One code path for SQLite and PostgreSQL (``portamem.storage.dialect`` holds their differences, and
+``portamem.storage.schema`` the tables); the keyword index is exact per-user BM25 over a postings table
+(``portamem.storage.keywords``).
 """
 
 from __future__ import annotations
@@ -11,235 +12,27 @@ from contextlib import contextmanager
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from .audit import current_actor
-from .entities import normalize_entity
-from .errors import StoreError, StoreOpenError
-from .filters import SearchFilters
-from .records import MemoryRecord, MemoryType, Source, Status, Trust, Turn
-from .storage.dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
-from .storage.keywords import PostingsKeywordIndex, keyword_md
-from .text import tokenize
-
-__all__ = ["RecordStore", "SCHEMA_VERSION", "REVIEW"]
-
-SCHEMA_VERSION = 4
-#: ``memories.indexed`` of a new row the background indexer has not embedded and reviewed yet
-REVIEW = -1
-
-md = sa.MetaData()
-
-memories = sa.Table(
-    "memories",
-    md,
-    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("memory_id", sa.String(64), nullable=False, unique=True),
-    sa.Column("tenant_id", sa.String(256), nullable=False),
-    sa.Column("user_id", sa.String(256), nullable=False),
-    sa.Column("session_id", sa.String(256)),
-    sa.Column("agent_id", sa.String(256)),
-    sa.Column("type", sa.String(16), nullable=False),
-    sa.Column("kind", sa.String(32)),
-    sa.Column("content", sa.Text, nullable=False),
-    sa.Column("summary", sa.Text),
-    sa.Column("entities", sa.JSON, nullable=False),
-    sa.Column("triples", sa.JSON, nullable=False),
-    sa.Column("embedding", sa.LargeBinary),
-    sa.Column("embedding_model", sa.String(128)),
-    sa.Column("embedding_version", sa.String(64)),
-    sa.Column("importance", sa.Float, nullable=False),
-    sa.Column("importance_band", sa.Integer, nullable=False),
-    sa.Column("half_life_days", sa.Float, nullable=False),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("updated_at", sa.Float, nullable=False),
-    sa.Column("last_accessed_at", sa.Float),
-    sa.Column("access_count", sa.Integer, nullable=False),
-    sa.Column("frequency", sa.Integer, nullable=False),
-    sa.Column("source", sa.String(16), nullable=False),
-    sa.Column("trust", sa.String(16), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("supersedes", sa.String(64)),
-    sa.Column("superseded_by", sa.String(64)),
-    sa.Column("deleted_at", sa.Float),
-    sa.Column("metadata", sa.JSON, nullable=False),
-    # the vector-index outbox: 1 indexed; 0 the index may not reflect this row yet; -1 a new row that
-    # still needs its embedding, trust review and dedupe (the background indexer's queue)
-    sa.Column("indexed", sa.Integer, nullable=False, default=0),
-    # keyed memories (portamem.keys): NULL key for unkeyed ones, which the unique index never compares
-    sa.Column("key_namespace", sa.String(1024)),
-    sa.Column("key", sa.String(256)),
-    sa.Index("ix_memories_scope", "tenant_id", "user_id", "status", "type"),
-    sa.Index("ux_memories_key", "tenant_id", "user_id", "key_namespace", "key", unique=True),
-    sa.Index("ix_memories_created", "tenant_id", "user_id", "created_at"),
-    sa.Index("ix_memories_unindexed", "indexed"),
+from ..audit import current_actor
+from ..entities import normalize_entity
+from ..errors import StoreError, StoreOpenError
+from ..filters import SearchFilters
+from ..records import MemoryRecord, Status, Turn
+from ..text import tokenize
+from .dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
+from .keywords import PostingsKeywordIndex, keyword_md
+from .schema import (
+    SCHEMA_VERSION, audit_t, dt_of, entities_t, keyword_text, md, memories, meta_t,
+    record_row, retrievals_t, row_record, ts_of, turns_t, vec_to_blob,
 )
 
-entities_t = sa.Table(
-    "memory_entities",
-    md,
-    sa.Column("pk", sa.Integer, sa.ForeignKey("memories.pk", ondelete="CASCADE"), nullable=False),
-    sa.Column("tenant_id", sa.String(256), nullable=False),
-    sa.Column("user_id", sa.String(256), nullable=False),
-    sa.Column("entity", sa.String(256), nullable=False),
-    sa.Index("ix_entities_lookup", "tenant_id", "user_id", "entity"),
-    sa.Index("ix_entities_pk", "pk"),
-)
-
-turns_t = sa.Table(
-    "turns",
-    md,
-    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("tenant_id", sa.String(256), nullable=False),
-    sa.Column("user_id", sa.String(256), nullable=False),
-    sa.Column("session_id", sa.String(256), nullable=False),
-    sa.Column("user_text", sa.Text, nullable=False),
-    sa.Column("assistant_text", sa.Text, nullable=False),
-    sa.Column("created_at", sa.Float, nullable=False),
-    sa.Column("metadata", sa.JSON, nullable=False),
-    sa.Index("ix_turns_scope", "tenant_id", "user_id", "session_id", "pk"),
-)
-
-audit_t = sa.Table(
-    "audit_log",
-    md,
-    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("ts", sa.Float, nullable=False),
-    sa.Column("tenant_id", sa.String(256), nullable=False),
-    sa.Column("user_id", sa.String(256)),
-    sa.Column("memory_id", sa.String(64)),
-    sa.Column("action", sa.String(32), nullable=False),
-    sa.Column("actor", sa.String(64), nullable=False),
-    sa.Column("detail", sa.JSON, nullable=False),
-    sa.Index("ix_audit_memory", "memory_id", "pk"),
-    sa.Index("ix_audit_scope", "tenant_id", "user_id", "ts"),
-)
-
-#: which search returned which memory, at which rank (``Memory.explain``); written in batches
-retrievals_t = sa.Table(
-    "retrieval_log",
-    md,
-    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("ts", sa.Float, nullable=False),
-    sa.Column("search_id", sa.String(32), nullable=False),
-    sa.Column("tenant_id", sa.String(256), nullable=False),
-    sa.Column("user_id", sa.String(256), nullable=False),
-    sa.Column("memory_id", sa.String(64), nullable=False),
-    sa.Column("rank", sa.Integer, nullable=False),
-    sa.Column("score", sa.Float, nullable=False),
-    #: the query after PII redaction, cut to 500 characters
-    sa.Column("query", sa.Text, nullable=False),
-    sa.Index("ix_retrieval_memory", "tenant_id", "memory_id", "pk"),
-)
-
-meta_t = sa.Table(
-    "meta",
-    md,
-    sa.Column("key", sa.String(64), primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-)
-
-def keyword_text(record: MemoryRecord) -> str:
-    """The text the keyword index holds for a record: its content, then its summary."""
-    return record.content if not record.summary else f"{record.content}\n{record.summary}"
-
-
-def _ts(value: datetime | None) -> float | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.timestamp()
-
-
-def _dt(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
-
-
-def _vec_to_blob(vector: Sequence[float] | np.ndarray | None) -> bytes | None:
-    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
-
-
-def _blob_to_vec(blob: bytes | None) -> list[float] | None:
-    return None if blob is None else np.frombuffer(blob, dtype="<f4").tolist()
-
-
-def record_row(record: MemoryRecord) -> dict[str, Any]:
-    return {
-        "memory_id": record.memory_id,
-        "tenant_id": record.tenant_id,
-        "user_id": record.user_id,
-        "session_id": record.session_id,
-        "agent_id": record.agent_id,
-        "type": record.type.value,
-        "kind": record.kind,
-        "content": record.content,
-        "summary": record.summary,
-        "entities": list(record.entities),
-        "triples": [list(t) for t in record.triples],
-        "embedding": _vec_to_blob(record.embedding),
-        "embedding_model": record.embedding_model,
-        "embedding_version": record.embedding_version,
-        "importance": float(record.importance),
-        "importance_band": int(record.importance_band),
-        "half_life_days": float(record.half_life_days),
-        "created_at": _ts(record.created_at),
-        "updated_at": _ts(record.updated_at),
-        "last_accessed_at": _ts(record.last_accessed_at),
-        "access_count": int(record.access_count),
-        "frequency": int(record.frequency),
-        "source": record.source.value,
-        "trust": record.trust.value,
-        "status": record.status.value,
-        "supersedes": record.supersedes,
-        "superseded_by": record.superseded_by,
-        "deleted_at": _ts(record.deleted_at),
-        "metadata": dict(record.metadata),
-        "key_namespace": record.key_namespace,
-        "key": record.key,
-    }
-
-
-def row_record(row: Any) -> MemoryRecord:
-    m = row._mapping
-    return MemoryRecord(
-        memory_id=m["memory_id"],
-        tenant_id=m["tenant_id"],
-        user_id=m["user_id"],
-        session_id=m["session_id"],
-        agent_id=m["agent_id"],
-        type=MemoryType(m["type"]),
-        kind=m["kind"],
-        content=m["content"],
-        summary=m["summary"],
-        entities=list(m["entities"] or []),
-        triples=[list(t) for t in (m["triples"] or [])],
-        embedding=_blob_to_vec(m.get("embedding")),
-        embedding_model=m["embedding_model"],
-        embedding_version=m["embedding_version"],
-        importance=m["importance"],
-        importance_band=m["importance_band"],
-        half_life_days=m["half_life_days"],
-        created_at=_dt(m["created_at"]),  # type: ignore[arg-type]
-        updated_at=_dt(m["updated_at"]),  # type: ignore[arg-type]
-        last_accessed_at=_dt(m["last_accessed_at"]),
-        access_count=m["access_count"],
-        frequency=m["frequency"],
-        source=Source(m["source"]),
-        trust=Trust(m["trust"]),
-        status=Status(m["status"]),
-        supersedes=m["supersedes"],
-        superseded_by=m["superseded_by"],
-        deleted_at=_dt(m["deleted_at"]),
-        metadata=dict(m["metadata"] or {}),
-        key_namespace=m["key_namespace"],
-        key=m["key"],
-    )
+__all__ = ["RecordStore"]
 
 
 class RecordStore:
@@ -338,9 +131,9 @@ class RecordStore:
         got = conn.execute(stmt).one()
         replaced = got.memory_id != record.memory_id
         if replaced:
-            record.memory_id, record.created_at = got.memory_id, _dt(got.created_at)  # type: ignore[assignment]
+            record.memory_id, record.created_at = got.memory_id, dt_of(got.created_at)  # type: ignore[assignment]
             record.access_count, record.frequency = got.access_count, got.frequency
-            record.last_accessed_at = _dt(got.last_accessed_at)
+            record.last_accessed_at = dt_of(got.last_accessed_at)
             conn.execute(entities_t.delete().where(entities_t.c.pk == got.pk))
             self.keywords.drop(conn, [got.pk])
         self._write_derived(conn, [(got.pk, record)])
@@ -390,7 +183,7 @@ class RecordStore:
                 memories.update().where(memories.c.memory_id == sa.bindparam("mid")).values(
                     embedding=sa.bindparam("emb"), embedding_model=sa.bindparam("model"),
                     embedding_version=sa.bindparam("version")),
-                [{"mid": r.memory_id, "emb": _vec_to_blob(r.embedding), "model": r.embedding_model,
+                [{"mid": r.memory_id, "emb": vec_to_blob(r.embedding), "model": r.embedding_model,
                   "version": r.embedding_version} for r in records],
             )
 
@@ -434,9 +227,9 @@ class RecordStore:
         if f.agent_id is not None:  # the agent's own memories and the shared layer
             clauses.append(sa.or_(c.agent_id == f.agent_id, c.agent_id.is_(None)))
         if f.created_after is not None:
-            clauses.append(c.created_at > _ts(f.created_after))
+            clauses.append(c.created_at > ts_of(f.created_after))
         if f.created_before is not None:
-            clauses.append(c.created_at <= _ts(f.created_before))
+            clauses.append(c.created_at <= ts_of(f.created_before))
         if f.min_importance is not None:
             clauses.append(c.importance >= f.min_importance)
         return clauses
@@ -705,7 +498,7 @@ class RecordStore:
                     session_id=session_id,
                     user_text=turn.user,
                     assistant_text=turn.assistant,
-                    created_at=_ts(turn.created_at),
+                    created_at=ts_of(turn.created_at),
                     metadata=turn.metadata,
                 )
             ).inserted_primary_key[0]
@@ -720,7 +513,7 @@ class RecordStore:
 
         def run(c: Connection) -> list[Turn]:
             return [
-                Turn(r.user_text, r.assistant_text, _dt(r.created_at), dict(r.metadata or {}), r.pk)  # type: ignore[arg-type]
+                Turn(r.user_text, r.assistant_text, dt_of(r.created_at), dict(r.metadata or {}), r.pk)  # type: ignore[arg-type]
                 for r in c.execute(q)
             ]
 
@@ -790,10 +583,10 @@ class RecordStore:
         if actions is not None:
             q = q.where(audit_t.c.action.in_(list(actions)))
         if since is not None:
-            q = q.where(audit_t.c.ts >= _ts(since))
+            q = q.where(audit_t.c.ts >= ts_of(since))
         with self.engine.connect() as conn:
             return [
-                {"ts": _dt(r.ts), "action": r.action, "actor": r.actor, "user_id": r.user_id,
+                {"ts": dt_of(r.ts), "action": r.action, "actor": r.actor, "user_id": r.user_id,
                  "memory_id": r.memory_id, "detail": r.detail}
                 for r in conn.execute(q.order_by(audit_t.c.pk))
             ]
@@ -821,7 +614,7 @@ class RecordStore:
         )
         with self.engine.connect() as conn:
             return [
-                {"ts": _dt(r.ts), "search_id": r.search_id, "rank": r.rank, "score": r.score, "query": r.query}
+                {"ts": dt_of(r.ts), "search_id": r.search_id, "rank": r.rank, "score": r.score, "query": r.query}
                 for r in conn.execute(q)
             ]
 
