@@ -21,7 +21,7 @@ from .filters import SearchFilters
 from .records import MemoryRecord, Status, Trust, to_iso
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from .storage.sql import RecordStore
 
 __all__ = ["AuditFinding", "audit_scan", "sharp_rises", "current_actor", "acting_as"]
 
@@ -104,14 +104,14 @@ def sharp_rises(
 
 
 def audit_scan(
-    mem: Memory, *, tenant_id: str, user_id: str | None = None, since: datetime | None = None,
+    store: RecordStore, *, tenant_id: str, user_id: str | None = None, since: datetime | None = None,
     window: timedelta = timedelta(days=1), factor: float = 2.0, min_importance_rise: float = 0.2,
     min_frequency_rise: int = 2, include_quarantined: bool = False,
 ) -> list[AuditFinding]:
     """Records to review: sharp weight rises, low-trust sources, pending (and, asked, quarantined) ones."""
     if factor <= 1.0 or window <= timedelta(0):
         raise ValidationError("factor must be > 1 and window positive")
-    events = mem.store.audit_events(tenant_id, user_id=user_id,
+    events = store.audit_events(tenant_id, user_id=user_id,
                                     actions=("save", "compress_turns", "import", "refresh", *_FREQUENCY_ACTIONS))
     rises = sharp_rises(events, window=window, factor=factor, min_importance_rise=min_importance_rise,
                         min_frequency_rise=min_frequency_rise, since=since)
@@ -121,13 +121,13 @@ def audit_scan(
     for mid, uid in owners.items():
         by_user[uid].append(mid)
     for uid, ids in by_user.items():
-        for mid, record in mem.store.get(tenant_id, uid, ids).items():
+        for mid, record in store.get(tenant_id, uid, ids).items():
             if record.status is not Status.DELETED:
                 found[mid] = AuditFinding(record, list(rises[mid]))
     held = (Status.PENDING, Status.QUARANTINED) if include_quarantined else (Status.PENDING,)
-    listed = {r.memory_id: r for r in mem.store.list(
+    listed = {r.memory_id: r for r in store.list(
         tenant_id, user_id, SearchFilters(statuses=(Status.ACTIVE, Status.PENDING), trusts=(Trust.LOW,)))}
-    listed.update((r.memory_id, r) for r in mem.store.list(tenant_id, user_id, SearchFilters(statuses=held)))
+    listed.update((r.memory_id, r) for r in store.list(tenant_id, user_id, SearchFilters(statuses=held)))
     for record in listed.values():
         reasons = []
         if record.trust is Trust.LOW:

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -18,9 +18,6 @@ from .plugins import Hooks
 from .records import MemoryRecord, SearchHit, from_iso, to_iso
 from .storage.schema import memories
 from .storage.sql import RecordStore
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 __all__ = ["RetrievalLog", "Retrieval", "Explanation", "explain", "RETRIEVAL_LOG_ROWS"]
 
@@ -202,10 +199,10 @@ class Explanation:
         return "\n".join(lines)
 
 
-def explain(mem: Memory, record: MemoryRecord) -> Explanation:
-    """Gather a stored record's audit trail, source turns and retrievals."""
-    mem.retrieval_log.flush()
-    history = mem.store.audit_trail(record.tenant_id, record.memory_id)
+def explain(store: RecordStore, log: RetrievalLog, record: MemoryRecord) -> Explanation:
+    """Gather a stored record's audit trail, source turns and retrievals (the log's pending rows written first)."""
+    log.flush()
+    history = store.audit_trail(record.tenant_id, record.memory_id)
     first = history[0] if history else {"action": "save", "ts": record.created_at, "detail": {}}
     turns = [dict(t) for t in record.metadata.get("turns", [])]
     written_by = _WRITTEN_BY.get(first["action"], first["action"])
@@ -215,7 +212,7 @@ def explain(mem: Memory, record: MemoryRecord) -> Explanation:
         turns = [{"created_at": to_iso(record.created_at), "user": record.content,
                   "trigger": record.metadata["trigger"]}]
     retrievals = [Retrieval(row["ts"], row["query"], row["rank"], row["score"], row["search_id"])
-                  for row in mem.store.retrievals(record.tenant_id, record.memory_id)]
+                  for row in store.retrievals(record.tenant_id, record.memory_id)]
     written_at = from_iso(first["ts"]) or record.created_at
     return Explanation(
         record=record,

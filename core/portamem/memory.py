@@ -684,7 +684,8 @@ class Memory(KeyedMemory):
 
     def explain(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> Explanation:
         """When and from which turn a memory was written, its source, trust and weight, and every search that returned it."""
-        return explain_record(self, self.get_memory(memory_id, user_id=user_id, tenant_id=tenant_id))
+        record = self.get_memory(memory_id, user_id=user_id, tenant_id=tenant_id)
+        return explain_record(self.store, self.retrieval_log, record)
 
     def audit_scan(
         self, *, user_id: str | None = None, tenant_id: str | None = None, since: datetime | None = None,
@@ -699,7 +700,7 @@ class Memory(KeyedMemory):
         window = check.check_timedelta("window", window, optional=False)
         factor = check.check_number("factor", factor, 1.0, 1e9)
         include_quarantined = check.check_flag("include_quarantined", include_quarantined)
-        return audit_scan(self, tenant_id=tenant_id, user_id=user_id,
+        return audit_scan(self.store, tenant_id=tenant_id, user_id=user_id,
                           since=since, window=window, factor=factor, include_quarantined=include_quarantined)
 
     def reveal_memory(
