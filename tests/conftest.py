@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,34 +40,40 @@ def memory(settings: Settings, embedder: Embedder) -> Iterator[Memory]:
     mem.close()
 
 
-class StuckIndexer:
-    """The real embedder; the indexer thread's call holding the text "blocker" waits for ``gate`` (a long
-    batch ahead), and every call is noted with the thread that made it."""
+class Recording:
+    """The real embedder, every call noted with its kind and texts."""
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.name, self.version, self.dim = inner.name, inner.version, inner.dim
-        self.gate = threading.Event()
-        self.calls: list[tuple[str, str, list[str]]] = []
+        self.calls: list[tuple[str, list[str]]] = []
 
     def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
-        self.calls.append((threading.current_thread().name, kind, list(texts)))
-        if threading.current_thread().name == "portamem-indexer" and "blocker" in texts:
-            self.gate.wait()
+        self.calls.append((kind, list(texts)))
         return self.inner.embed(texts, kind=kind)
 
-    def texts(self, thread: str) -> list[str]:
-        return [t for name, kind, texts in self.calls if name == thread and kind == "passage" for t in texts]
+    def passages(self) -> list[str]:
+        return [t for kind, texts in self.calls if kind == "passage" for t in texts]
 
 
 @pytest.fixture
-def stuck(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Memory, StuckIndexer]]:
-    """A memory whose indexer is busy with another user's batch until ``gate`` is set."""
-    emb = StuckIndexer(embedder)
+def stuck(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[Memory, Recording, threading.Event]]:
+    """A memory whose indexer is held (before it reads the outbox) until the returned event is set."""
+    emb = Recording(embedder)
     mem = Memory(settings=Settings(path=str(tmp_path / "stuck")), embedder=emb)  # type: ignore[arg-type]
+    mem.flush()
+    gate, entered = threading.Event(), threading.Event()
+    outbox = mem.store.outbox
+
+    def held(*args: object, **kwargs: object) -> object:
+        if threading.current_thread().name == "portamem-indexer" and not gate.is_set():
+            entered.set()
+            gate.wait()
+        return outbox(*args, **kwargs)  # type: ignore[arg-type]
+
+    mem.store.outbox = held  # type: ignore[method-assign]
     mem.save_memory("blocker", user_id="someone else")
-    while "blocker" not in emb.texts("portamem-indexer"):
-        time.sleep(0.01)
-    yield mem, emb
-    emb.gate.set()
+    assert entered.wait(30)
+    yield mem, emb, gate
+    gate.set()
     mem.close()

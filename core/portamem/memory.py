@@ -47,7 +47,7 @@ from .portable import export_jsonl, import_jsonl
 from .storage.sql import RecordStore
 from . import validation as check
 from .storage.vectors import MilvusVectorIndex
-from .embeddings import QueryCache
+from .embeddings import PassageBatcher, QueryCache
 from .fresh import queued_vectors
 from .indexer import Indexer, IndexStats, index_now, reconcile, reindex, repair
 from .replica import VectorReader
@@ -112,6 +112,7 @@ class Memory(KeyedMemory):
         #: vector reads: the in-memory replica for users within the budget, else the index
         self.vectors = VectorReader(self.store, self.index, budget_mb=settings.replica_budget_mb, lock=self._lock)
         self._queries = QueryCache(self.embedder, settings.query_cache_size)
+        self._passages = PassageBatcher(self.embedder)
         self.retriever = Retriever(self.store, self.vectors, self._embed_query,  # type: ignore[arg-type]
                                    calibration_for(self.embedder.name, settings.vector_calibration))
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
@@ -180,7 +181,7 @@ class Memory(KeyedMemory):
 
     # ------------------------------------------------------------------ embeddings
     def _embed(self, texts: list[str]) -> np.ndarray:
-        vectors = self.embedder.embed(texts, kind="passage")
+        vectors = self._passages.embed(texts)
         if vectors.shape != (len(texts), self.embedder.dim):
             raise StoreError(f"embedder {self.embedder.name} returned shape {vectors.shape}")
         return vectors

@@ -69,7 +69,7 @@ def test_wait_true_times_out_with_a_typed_error_and_the_record_kept(gated) -> No
 
 
 def test_a_search_finds_the_users_queued_writes_by_meaning_without_waiting_for_the_indexer(stuck, embedder) -> None:  # noqa: ANN001,E501
-    mem, emb = stuck
+    mem, emb, gate = stuck
     texts = [f"Flight LH{400 + i} to Lisbon boards at gate B{i}." for i in range(6)] + [
         "My dentist appointment moved to Friday at noon.", "我的牙医预约改到了星期五中午。"]
     saved = mem.save_memories(texts, user_id="u")
@@ -83,10 +83,11 @@ def test_a_search_finds_the_users_queued_writes_by_meaning_without_waiting_for_t
     assert zh[0].memory_id in {saved[-2].memory_id, saved[-1].memory_id}
     other = mem.search_memory("dentist", user_id="someone else", sources=["vector"])
     assert not {h.memory_id for h in other} & {r.memory_id for r in saved}  # never another user's rows
-    emb.gate.set()
+    gate.set()
     mem.flush(30)
     assert mem.stats().pending == 0
-    assert not set(texts) & set(emb.texts("portamem-indexer"))  # handed over by the search, not embedded again
+    embedded = emb.passages()
+    assert all(embedded.count(t) == 1 for t in texts)  # handed over to the indexer, not embedded again
     stored = mem.get_memory(saved[-2].memory_id, user_id="u").embedding
     assert np.allclose(stored, embedder.embed([texts[-2]], kind="passage")[0], atol=1e-5)
     hits = mem.search_memory("When do I see the dentist?", user_id="u", top_k=1, sources=["vector"],
@@ -179,3 +180,53 @@ def test_the_same_new_question_asked_at_once_is_embedded_once(embedder) -> None:
     assert len(got) == 12 and cache.misses == 2 and cache.hits == 10
     for q, vec in got:
         assert np.allclose(vec, embedder.embed([q], kind="query")[0], atol=1e-5)
+
+
+class SlowPassages:
+    """The real embedder; each passage call takes a while, and every call is noted (threads asking at once)."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001
+        self.inner = inner
+        self.name, self.version, self.dim = inner.name, inner.version, inner.dim
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
+        self.calls.append(list(texts))
+        time.sleep(0.2)
+        if "broken" in texts:
+            raise RuntimeError("the model failed")
+        return self.inner.embed(texts, kind=kind)
+
+
+def test_passages_asked_for_at_once_go_to_the_embedder_in_one_call(embedder) -> None:  # noqa: ANN001
+    from portamem.embeddings import PassageBatcher
+
+    slow = SlowPassages(embedder)
+    batcher = PassageBatcher(slow, max_texts=64)  # type: ignore[arg-type]
+    asks = [[f"note {i} about the garden"] * (1 + i % 3) for i in range(7)] + [["我的花园需要浇水。"]]
+    got: dict[int, np.ndarray] = {}
+    threads = [threading.Thread(target=lambda i=i, texts=texts: got.__setitem__(i, batcher.embed(texts)))
+               for i, texts in enumerate(asks)]
+    for t in threads:
+        t.start()
+        time.sleep(0.01)  # the first is embedding alone when the others arrive
+    for t in threads:
+        t.join()
+    assert len(slow.calls) == 2 and slow.calls[0] == asks[0]  # the first alone, all the others together
+    for i, texts in enumerate(asks):
+        assert got[i].shape == (len(texts), embedder.dim)
+        assert np.allclose(got[i], embedder.embed(texts, kind="passage"), atol=1e-5)
+    errors: list[BaseException] = []
+
+    def failing(texts: list[str]) -> None:
+        try:
+            batcher.embed(texts)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    pair = [threading.Thread(target=failing, args=(texts,)) for texts in (["broken"], ["fine"])]
+    for t in pair:
+        t.start()
+    for t in pair:
+        t.join()
+    assert len(errors) in (1, 2) and batcher.embed(["still works"]).shape == (1, embedder.dim)
