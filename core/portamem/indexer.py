@@ -24,7 +24,7 @@ from .errors import IndexingTimeoutError
 from .fresh import HandOver
 from .records import MemoryRecord, Status, utcnow
 from .storage.claims import OutboxClaims
-from .storage.schema import REVIEW
+from .storage.schema import REVIEW, ts_of
 from .supersession import Supersessions, supersede
 
 if TYPE_CHECKING:
@@ -329,7 +329,7 @@ class Outcome:
         now = utcnow()
         for r in self.reviewed:  # statuses the review set (pending by trust), or a merge retired
             mem.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value, metadata=r.metadata,
-                                    superseded_by=r.superseded_by, deleted_at=_ts(r.deleted_at))
+                                    superseded_by=r.superseded_by, deleted_at=ts_of(r.deleted_at))
         trust.apply_confirmations(mem, conn, self.confirmations)
         for target, duplicate in self.merges:
             mem.store.update_fields(
@@ -349,10 +349,6 @@ class Outcome:
             + [{"action": "merged", "tenant_id": d.tenant_id, "user_id": d.user_id, "memory_id": d.memory_id,
                 "detail": {"into": t.memory_id, "at": now.isoformat()}} for t, d in retired],
         )
-
-
-def _ts(value: Any) -> float | None:
-    return None if value is None else value.timestamp()
 
 
 def _with_earlier(records: Sequence[MemoryRecord], near: dict[str, list[Any]], k: int) -> dict[str, list[Any]]:
