@@ -152,6 +152,40 @@ class RecordStoreTests:
             got = store.keyword_search("default", "ana", query, SearchFilters(statuses=tuple(Status)), 10)
             assert [s for _, s in got] == pytest.approx([s for _, s in exact_bm25(alive, query, 10)], rel=1e-9)
 
+    def test_keyword_search_stays_exact_when_changes_follow_searches(self, record_store: Callable[[], Any]) -> None:
+        """Searches first, then inserts, rewrites and purges: whatever a store keeps of its postings
+        between searches (a cache) follows every committed change, and a rolled-back one leaves no trace."""
+        store = record_store()
+        alive = corpus("ana", 50, seed=11)
+        self._insert(store, alive + corpus("ben", 30, seed=12))
+        tokens = sorted({t for q in QUERIES for t in tokenize(q)})
+
+        def check() -> None:
+            for query in QUERIES:
+                got = store.keyword_search("default", "ana", query, SearchFilters(statuses=tuple(Status)), 10)
+                assert [s for _, s in got] == pytest.approx([s for _, s in exact_bm25(alive, query, 10)], rel=1e-9), query
+            mean_len, df = store.keyword_stats("default", "ana", tokens)
+            assert df == {t: sum(t in set(tokenize(_text(r))) for r in alive) for t in tokens}
+            assert mean_len == pytest.approx(sum(len(_text(r)) for r in alive) / len(alive))
+            assert store.user_count("default", "ana") == len(alive)
+
+        check()
+        more = corpus("ana", 70, seed=13)[50:]
+        self._insert(store, more)
+        alive += more
+        check()
+        changed = alive[3]
+        changed.content = "Tea at the ferry kiosk, 咖啡 for the courier."
+        with store.transaction() as conn:
+            store.replace(conn, changed)
+            store.purge(conn, [alive[5].memory_id, alive[60].memory_id], tenant_id="default")
+        alive = [r for i, r in enumerate(alive) if i not in (5, 60)]
+        check()
+        with pytest.raises(RuntimeError), store.transaction() as conn:
+            store.insert(conn, corpus("ana", 5, seed=14))
+            raise RuntimeError("rolled back")
+        check()
+
     def test_acknowledged_writes_survive_reopening(self, record_store: Callable[[], Any]) -> None:
         store = record_store()
         records = corpus("ana", 10, seed=8)

@@ -118,6 +118,9 @@ class Settings:
     #: memory for the per-user read replica of the vector index (float32 matrices, least recently
     #: used users dropped first); 0 serves every search from the Milvus index
     replica_budget_mb: float = 512.0
+    #: memory for the keyword postings searches read (by user and term, least recently used dropped
+    #: first), scored in memory instead of in SQL; SQLite only (a shared PostgreSQL store scores in SQL)
+    keyword_cache_mb: float = 256.0
     #: query embeddings kept (by model and text) so a repeated question is not embedded again
     query_cache_size: int = 1024
     #: run maintenance (eviction, purge, consolidation, audit scan) every this many seconds in a
@@ -144,9 +147,9 @@ class Settings:
         if self.top_k > self.max_top_k:
             raise ConfigError(f"top_k ({self.top_k}) must not exceed max_top_k ({self.max_top_k})")
         if self.index_batch < 1 or self.search_wait_s < 0 or self.index_wait_s <= 0 or self.replica_budget_mb < 0 \
-                or self.query_cache_size < 0:
+                or self.keyword_cache_mb < 0 or self.query_cache_size < 0:
             raise ConfigError("index_batch must be >= 1, index_wait_s > 0, and search_wait_s, replica_budget_mb, "
-                              "query_cache_size >= 0")
+                              "keyword_cache_mb, query_cache_size >= 0")
         if not 0.0 < self.dedupe_threshold <= 1.0:
             raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
         if self.vector_calibration is not None:

@@ -96,7 +96,7 @@ class Memory(KeyedMemory):
         self.hooks = Hooks(self.plugins)
         #: seals the originals of redacted memories when a vault public key is set
         self.vault = Vault(settings.pii_vault_public_key) if settings.pii_vault_public_key else None
-        self.store = RecordStore(settings.resolved_db_url)
+        self.store = RecordStore(settings.resolved_db_url, keyword_cache_mb=settings.keyword_cache_mb)
         try:
             self.index = MilvusVectorIndex(
                 settings.resolved_vector_uri,

@@ -15,12 +15,16 @@ from portamem.storage.vectors import MilvusVectorIndex
 
 
 class TestRecordStore(RecordStoreTests):
-    @pytest.fixture
-    def record_store(self, backend: Backend, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    #: keyword postings scored in SQL, from an in-memory cache, and from one too small to keep a whole
+    #: query's terms between searches (SQLite only: a PostgreSQL store always scores in SQL)
+    @pytest.fixture(params=[0.0, 64.0, 0.001], ids=["sql", "cached", "tiny-cache"])
+    def record_store(self, request: pytest.FixtureRequest, backend: Backend,
+                     tmp_path: Path) -> Iterator[Callable[[], Any]]:
         opened: list[RecordStore] = []
 
         def open_store() -> RecordStore:
-            opened.append(RecordStore(backend.settings(tmp_path / "store").resolved_db_url))
+            opened.append(RecordStore(backend.settings(tmp_path / "store").resolved_db_url,
+                                      keyword_cache_mb=request.param))
             return opened[-1]
 
         yield open_store

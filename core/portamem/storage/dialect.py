@@ -9,6 +9,7 @@ concurrent processes creating the schema are kept apart.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -138,14 +139,21 @@ def add_counts(conn: Connection, table: sa.Table, keys: Sequence[str], rows: Seq
     if not rows:
         return
     ordered = sorted(rows, key=lambda r: tuple(r[k] for k in keys))
-    stmt = dialect_insert(conn, table)
-    counters = [c for c in ordered[0] if c not in keys]
-    conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=list(keys), set_={c: table.c[c] + stmt.excluded[c] for c in counters}
-        ),
-        ordered,
-    )
+    counters = tuple(c for c in ordered[0] if c not in keys)
+    conn.execute(_add_counts_stmt(conn.dialect.name, table, tuple(keys), counters), ordered)
+
+
+@lru_cache(maxsize=64)
+def _add_counts_stmt(dialect: str, table: sa.Table, keys: tuple[str, ...], counters: tuple[str, ...]) -> Any:
+    """The counter upsert of one table, built once per dialect: building it cost more than a keyword
+    update of one saved record runs for."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    stmt = insert(table)
+    return stmt.on_conflict_do_update(index_elements=list(keys),
+                                      set_={c: table.c[c] + stmt.excluded[c] for c in counters})
 
 
 def reset_sequences(conn: Connection, tables: Sequence[sa.Table]) -> None:

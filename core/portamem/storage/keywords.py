@@ -13,16 +13,19 @@ for the counts when it is dropped.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..text import tokenize
 from .dialect import add_counts
+from .termcache import Postings, TermCache
 
 __all__ = ["PostingsKeywordIndex", "keyword_md", "BM25_K1", "BM25_B", "TERM_CHARS"]
 
@@ -90,6 +93,10 @@ class PostingsKeywordIndex:
 
     tables = (postings_t, df_t, users_t)
 
+    def __init__(self, cache: TermCache | None = None) -> None:
+        #: the postings searches read, in memory (``portamem.storage.termcache``), where one process owns the store
+        self.cache = cache
+
     # ---------------------------------------------------------------- writes
     def add(self, conn: Connection, entries: Sequence[Entry]) -> None:
         """Index records (their primary keys must not be indexed already)."""
@@ -110,24 +117,31 @@ class PostingsKeywordIndex:
             return
         conn.execute(postings_t.insert(), rows)
         self._count(conn, users, df)
+        if self.cache is not None:
+            TermCache.note(conn, ("add", rows, users))
 
     def drop(self, conn: Connection, pks: Sequence[int]) -> None:
         """Remove records from the index and their share of the counts."""
         pks = list(dict.fromkeys(pks))
         df: Counter[tuple[str, str, str]] = Counter()
         users: dict[tuple[str, str], list[int]] = {}
+        removed: list[tuple[str, str, str, int]] = []
         for start in range(0, len(pks), 500):
             chunk = pks[start:start + 500]
-            q = sa.select(postings_t.c.tenant_id, postings_t.c.user_id, postings_t.c.term, postings_t.c.doc_len)
-            for tenant_id, user_id, term, doc_len in conn.execute(q.where(postings_t.c.record.in_(chunk))):
+            q = sa.select(postings_t.c.tenant_id, postings_t.c.user_id, postings_t.c.term, postings_t.c.doc_len,
+                          postings_t.c.record)
+            for tenant_id, user_id, term, doc_len, pk in conn.execute(q.where(postings_t.c.record.in_(chunk))):
                 if term == _MARK:
                     totals = users.setdefault((tenant_id, user_id), [0, 0])
                     totals[0] -= 1
                     totals[1] -= doc_len
                 else:
                     df[(tenant_id, user_id, term)] -= 1
+                    removed.append((tenant_id, user_id, term, int(pk)))
             conn.execute(postings_t.delete().where(postings_t.c.record.in_(chunk)))
         self._count(conn, users, df)
+        if self.cache is not None:
+            TermCache.note(conn, ("drop", removed, users))
 
     @staticmethod
     def _count(conn: Connection, users: dict[tuple[str, str], list[int]], df: Counter[tuple[str, str, str]]) -> None:
@@ -140,6 +154,7 @@ class PostingsKeywordIndex:
     def recount(self, conn: Connection) -> None:
         """Derive the counters from the postings again (after postings were copied in as they are)."""
         p = postings_t.c
+        self._forget_all(conn)
         conn.execute(df_t.delete())
         conn.execute(users_t.delete())
         conn.execute(df_t.insert().from_select(
@@ -154,19 +169,55 @@ class PostingsKeywordIndex:
         ))
 
     def clear(self, conn: Connection) -> None:
+        self._forget_all(conn)
         for table in self.tables:
             conn.execute(table.delete())
 
+    def _forget_all(self, conn: Connection) -> None:
+        """Empty the cache now (no search caches the old state again: the caller holds the write lock)
+        and once more at the commit (what a search loaded meanwhile from another connection)."""
+        if self.cache is not None:
+            self.cache.clear()
+            TermCache.note(conn, ("clear",))
+
     # ---------------------------------------------------------------- reads
-    @staticmethod
-    def size(conn: Connection, tenant_id: str, user_id: str) -> int:
+    def size(self, conn: Connection, tenant_id: str, user_id: str) -> int:
         """How many records the user has (every record has a posting): one key lookup."""
-        n = conn.execute(sa.select(users_t.c.n).where(users_t.c.tenant_id == tenant_id,
-                                                      users_t.c.user_id == user_id)).scalar()
-        return int(n or 0)
+        if self.cache is not None:
+            return self._cached(conn, tenant_id, user_id, [])[0][0]
+        return self._user_totals(conn, tenant_id, user_id)[0]
+
+    @staticmethod
+    def _user_totals(conn: Connection, tenant_id: str, user_id: str) -> tuple[int, int]:
+        row = conn.execute(sa.select(users_t.c.n, users_t.c.total_len).where(
+            users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id)).first()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def _cached(self, conn: Connection, tenant_id: str, user_id: str,
+                terms: Sequence[str]) -> tuple[tuple[int, int], dict[str, Postings]]:
+        assert self.cache is not None
+
+        def load_terms(todo: Sequence[str]) -> dict[str, tuple[list[int], list[int], list[int]]]:
+            out: dict[str, tuple[list[int], list[int], list[int]]] = {}
+            p = postings_t.c
+            for start in range(0, len(todo), 500):
+                q = sa.select(p.term, p.record, p.tf, p.doc_len).where(
+                    p.tenant_id == tenant_id, p.user_id == user_id, p.term.in_(list(todo[start:start + 500])))
+                for term, pk, tf, dl in conn.execute(q):
+                    got = out.setdefault(term, ([], [], []))
+                    got[0].append(pk)
+                    got[1].append(tf)
+                    got[2].append(dl)
+            return out
+
+        return self.cache.get(tenant_id, user_id, terms, load_terms,
+                              lambda: self._user_totals(conn, tenant_id, user_id))
 
     def stats(self, conn: Connection, tenant_id: str, user_id: str, tokens: Sequence[str]) -> tuple[int, float, dict[str, int]]:
         """The user's record count, mean text length, and per token how many records hold it."""
+        if self.cache is not None:
+            (n, total), postings = self._cached(conn, tenant_id, user_id, _terms(tokens))
+            return n, (total / n if n else 0.0), {t: len(postings[t[:TERM_CHARS]].pk) for t in tokens if t}
         row = conn.execute(
             sa.select(users_t.c.n, users_t.c.total_len).where(users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id)
         ).first()
@@ -202,8 +253,11 @@ class PostingsKeywordIndex:
         if not terms or k <= 0:
             return []
         room = _SHORTLIST * k
-        short = [(int(r[0]), float(r[1])) for r in conn.execute(
-            _shortlist(), {"tenant": tenant_id, "user": user_id, "terms": terms, "room": room})]
+        if self.cache is not None:
+            short = self._cached_shortlist(conn, tenant_id, user_id, terms, room)
+        else:
+            short = [(int(r[0]), float(r[1])) for r in conn.execute(
+                _shortlist(), {"tenant": tenant_id, "user": user_id, "terms": terms, "room": room})]
         admitted = {int(r[0]): r[1] for r in conn.execute(
             sa.select(records.c.pk, records.c.memory_id).where(records.c.pk.in_([pk for pk, _ in short]), *where))
         } if short else {}
@@ -219,6 +273,39 @@ class PostingsKeywordIndex:
             .limit(k)
         )
         return [(r[0], float(r[1])) for r in conn.execute(q)]
+
+
+    def _cached_shortlist(self, conn: Connection, tenant_id: str, user_id: str, terms: Sequence[str],
+                          room: int) -> list[tuple[int, float]]:
+        """What ``_shortlist`` selects, scored in memory from the cached postings by the same formula."""
+        (n, total), postings = self._cached(conn, tenant_id, user_id, terms)
+        if n <= 0:
+            return []
+        avgdl = total / n
+        keys, parts = [], []
+        for term in terms:
+            p = postings[term]
+            df = len(p.pk)
+            if not df:
+                continue
+            raw = math.log((n - df + 0.5) / (df + 0.5))
+            tf, dl = p.tf.astype(np.float64), p.dl.astype(np.float64)
+            keys.append(p.pk)
+            parts.append((raw if raw > 0 else 1e-6) * tf * (BM25_K1 + 1.0)
+                         / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl)))
+        if not keys:
+            return []
+        if len(keys) == 1:
+            pks, scores = keys[0], parts[0]
+        else:
+            pks, where = np.unique(np.concatenate(keys), return_inverse=True)
+            scores = np.bincount(where, weights=np.concatenate(parts), minlength=len(pks))
+        if len(pks) > room:  # every record scoring at least the room-th best, ties included
+            cut = np.partition(scores, len(scores) - room)[len(scores) - room]
+            keep = scores >= cut
+            pks, scores = pks[keep], scores[keep]
+        order = np.lexsort((-pks, -scores))[:room]  # score, then key, both descending
+        return [(int(pks[i]), float(scores[i])) for i in order]
 
 
 def _score_query(tenant_id: Any, user_id: Any, terms: Any) -> Any:

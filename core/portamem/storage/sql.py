@@ -27,6 +27,7 @@ from ..records import MemoryRecord, Status, Turn
 from ..text import tokenize
 from .dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
 from .keywords import PostingsKeywordIndex, keyword_md
+from .termcache import TermCache
 from .schema import (
     SCHEMA_VERSION, audit_t, dt_of, entities_t, keyword_text, md, memories, meta_t,
     record_row, retrievals_t, row_record, ts_of, turns_t, vec_to_blob,
@@ -38,7 +39,9 @@ __all__ = ["RecordStore"]
 class RecordStore:
     """SQLAlchemy-backed store. Every query that returns records is scoped by tenant and user."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, keyword_cache_mb: float = 0.0) -> None:
+        """``keyword_cache_mb`` keeps the postings searches read in memory (``storage.termcache``), on
+        SQLite only: a store that other processes may write at the same time scores in SQL."""
         self.url = url
         self.engine: Engine = open_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
@@ -65,6 +68,8 @@ class RecordStore:
             self.engine.dispose()
             raise StoreOpenError(f"cannot open record store {safe_url(url)}: {exc}") from exc
         self._write_lock = threading.RLock()
+        if self.is_sqlite and keyword_cache_mb > 0:
+            self.keywords.cache = TermCache(int(keyword_cache_mb * 2**20), self._write_lock)
 
     def _migrate(self, conn: Connection, version: int) -> None:
         """Bring a store of an older schema up to ``SCHEMA_VERSION``, step by step, in the open transaction."""
@@ -86,8 +91,15 @@ class RecordStore:
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A write transaction; writes are serialised within the process."""
-        with self._write_lock, self.engine.begin() as conn:
-            yield conn
+        cache = self.keywords.cache
+        with self._write_lock:
+            with self.engine.begin() as conn:
+                if cache is not None:
+                    cache.begin(conn)
+                yield conn
+                notes = cache.take(conn) if cache is not None else None
+            if notes:  # committed: the cached postings follow, before another writer can begin
+                cache.apply(notes)
 
     # ---------------------------------------------------------------- meta
     def get_meta(self, key: str) -> str | None:
