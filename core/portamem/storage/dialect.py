@@ -115,7 +115,11 @@ def schema_lock(conn: Connection) -> None:
 
 def dialect_insert(conn: Connection, table: sa.Table) -> Any:
     """The dialect's INSERT construct: the one that offers ``on_conflict_do_update``."""
-    if conn.dialect.name == "postgresql":
+    return _insert(conn.dialect.name, table)
+
+
+def _insert(dialect: str, table: sa.Table) -> Any:
+    if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
@@ -147,11 +151,7 @@ def add_counts(conn: Connection, table: sa.Table, keys: Sequence[str], rows: Seq
 def _add_counts_stmt(dialect: str, table: sa.Table, keys: tuple[str, ...], counters: tuple[str, ...]) -> Any:
     """The counter upsert of one table, built once per dialect: building it cost more than a keyword
     update of one saved record runs for."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(table)
+    stmt = _insert(dialect, table)
     return stmt.on_conflict_do_update(index_elements=list(keys),
                                       set_={c: table.c[c] + stmt.excluded[c] for c in counters})
 

@@ -5,8 +5,8 @@ one user (the statement sums tens of thousands of rows on every search). This ca
 (tenant, user, term) that a search asked for, the postings as three arrays (record key, tf, length),
 and per user the record count and total length, and scores them with numpy by the same formula.
 
-It stays exact: every change of the postings is noted in its transaction (``note_add`` and
-``note_drop``, by ``PostingsKeywordIndex``) and applied to the cached terms once that transaction
+It stays exact: every change of the postings is noted in its transaction (``note``, by
+``PostingsKeywordIndex``) and applied to the cached terms once that transaction
 commits (``RecordStore.transaction``: ``take`` then ``apply``), still under the store's write lock; a term or a user's counts
 are loaded from the store under that same lock, so a load never misses, or counts twice, a commit.
 Only a store written by this process alone may use it (SQLite: the store lock keeps other processes
@@ -38,15 +38,15 @@ _TERM_OVERHEAD = 400
 
 
 class Postings:
-    """One user's postings of one term: record keys ascending, with their tf and text length.
+    """One user's postings of one term: record keys (in no order: scoring sums by key), with their tf
+    and text length.
 
     Never changed once built (a change builds a new one), so a search holding it reads one state."""
 
     __slots__ = ("pk", "tf", "dl")
 
     def __init__(self, pk: np.ndarray, tf: np.ndarray, dl: np.ndarray) -> None:
-        order = np.argsort(pk, kind="stable")
-        self.pk, self.tf, self.dl = pk[order], tf[order], dl[order]
+        self.pk, self.tf, self.dl = pk, tf, dl
 
     @property
     def nbytes(self) -> int:
@@ -135,9 +135,7 @@ class TermCache:
         with self._lock:
             for kind, *args in notes:
                 if kind == "clear":
-                    self._terms.clear()
-                    self._users.clear()
-                    self._bytes = 0
+                    self._empty()
                 elif kind == "add":
                     self._apply_add(*args)
                 else:
@@ -145,9 +143,12 @@ class TermCache:
 
     def clear(self) -> None:
         with self._lock:
-            self._terms.clear()
-            self._users.clear()
-            self._bytes = 0
+            self._empty()
+
+    def _empty(self) -> None:
+        self._terms.clear()
+        self._users.clear()
+        self._bytes = 0
 
     def _apply_add(self, rows: Sequence[dict[str, Any]], users: dict[Scope, list[int]]) -> None:
         grouped: dict[TermKey, tuple[list[int], list[int], list[int]]] = {}
