@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from portamem import Memory, Settings
-from portamem.portable import export_lines
+from portamem.portable.transfer import export_lines
 from portamem.records import MemoryRecord
 
 WORDS = ("order invoice parcel coffee tea flight hotel meeting doctor school garden budget contract "

@@ -40,7 +40,7 @@ import numpy as np
 from portamem import Memory, Settings
 from portamem.embeddings import Embedder, get_embedder
 from portamem.evaluation import LocomoConversation, load_locomo
-from portamem.portable import export_lines
+from portamem.portable.transfer import export_lines
 from portamem.records import MemoryRecord, MemoryType
 
 #: the LoCoMo dev file in a ``shared/data`` folder beside (or above) the checkout

@@ -9,7 +9,7 @@ from typing import Any
 from portamem import Memory
 from portamem.errors import ValidationError
 from portamem.filters import for_agent
-from portamem.keys import TOOL_NAMESPACE
+from portamem.portable.keys import TOOL_NAMESPACE
 from portamem.messages import Message, aadd_messages, awindow_messages
 from portamem.recall import arecall, format_memories
 

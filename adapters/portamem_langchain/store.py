@@ -3,7 +3,7 @@
 Namespace mapping: the label at ``user_label`` is the portamem user; the default, 1, is LangMem's
 documented layout ``("memories", "{user_id}")``. Pass ``user_label=0`` for ``(user_id, ...)``
 layouts. The other labels are the key's namespace and ``key`` is the key: every item is a keyed
-portamem memory (``portamem.keys``), so a put is one atomic upsert of its key (parallel puts leave
+portamem memory (``portamem.portable.keys``), so a put is one atomic upsert of its key (parallel puts leave
 one item), moves ``updated_at`` and is never merged into another memory by dedupe. The item's
 value rides in the record's ``metadata["langgraph"]``; its text (what is embedded and searched) is
 the value's ``content``, ``text`` or ``memory`` string, the fields named by ``index``, or else the
@@ -52,7 +52,7 @@ from langgraph.store.memory import _compare_values, _does_match  # noqa: E402
 
 from portamem import Memory, MemoryRecord, Status  # noqa: E402
 from portamem.errors import NotFoundError, ValidationError  # noqa: E402
-from portamem.keys import TOOL_NAMESPACE, split_namespace  # noqa: E402
+from portamem.portable.keys import TOOL_NAMESPACE, split_namespace  # noqa: E402
 
 __all__ = ["PortamemStore", "LANGGRAPH_KEY", "TEXT_FIELDS", "SEARCH_DEPTH"]
 

@@ -9,7 +9,7 @@ from llama_index.core.tools.tool_spec.base import BaseToolSpec
 
 from portamem import Memory, MemoryRecord
 from portamem.filters import for_agent
-from portamem.keys import TOOL_NAMESPACE
+from portamem.portable.keys import TOOL_NAMESPACE
 from portamem.recall import format_memories
 
 __all__ = ["PortamemToolSpec"]

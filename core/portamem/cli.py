@@ -10,47 +10,20 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from . import evaluation
 from .config import Settings
-from .client import discover
-from .errors import PortamemError, StoreLockedError
+from .connect import open_memory as _open
+from .connect import progress_bar as _progress
+from .errors import PortamemError
 from .memory import Memory
 from .records import SearchHit
+from .migration import STORAGE_COMMANDS
 from .server.commands import SERVER_COMMANDS
-from .storage.commands import STORAGE_COMMANDS
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-
-
-def _progress(total: int, desc: str) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="rec", file=sys.stderr, disable=total < 50)
-
-
-def _open(args: argparse.Namespace, **overrides: Any) -> Memory:
-    """The store of ``--path``; through its server when ``--url`` is given or a server owns the store."""
-    if args.url:
-        return _remote(args.url, args)
-    settings = Settings.load(args.config, path=args.path, tenant_id=args.tenant, **overrides)
-    try:
-        return Memory(settings=settings, progress=_progress)
-    except StoreLockedError:
-        url = discover(settings.path)
-        if url is None:
-            raise
-        print(f"portamem: the store is served at {url}; using the server", file=sys.stderr)
-        return _remote(url, args)
-
-
-def _remote(url: str, args: argparse.Namespace) -> Memory:
-    from .client import RemoteMemory
-
-    return RemoteMemory(url, args.api_key, tenant_id=args.tenant)  # type: ignore[return-value]
 
 
 def _print_hits(hits: Sequence[SearchHit], *, indent: str = "  ") -> None:

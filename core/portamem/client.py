@@ -26,14 +26,14 @@ try:
 except ImportError:  # without the `server` extra RemoteMemory says which extra to install
     httpx = None  # type: ignore[assignment]
 
-from . import wire
 from .config import Settings
 from .errors import FrameworkNotInstalledError, PermissionDeniedError, StoreError, ValidationError
 from .filters import SearchFilters
-from .validation import check_private_key
 from .messages import Message
+from .portable import wire
 from .records import MemoryType, Source, Trust, to_iso
-from .writing import MemoryDraft
+from .write.requests import MemoryDraft
+from .write.validation import check_private_key
 
 __all__ = ["RemoteMemory", "discover", "SERVER_FILE", "API_KEY_ENV"]
 

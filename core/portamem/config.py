@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -23,12 +24,12 @@ DEFAULT_HALF_LIVES: dict[str, float] = {
     "task": 1.0,
 }
 
-#: final-score multipliers by trust (``portamem.trust``): a low-trust memory weighs 0.6 of an equal
+#: final-score multipliers by trust (``portamem.write.trust``): a low-trust memory weighs 0.6 of an equal
 #: high or medium one (ties between those two go to high)
 DEFAULT_TRUST_FACTORS: dict[str, float] = {"high": 1.0, "medium": 1.0, "low": 0.6}
 
 #: final = sum(weight * component), recency and importance scaled by the query evidence
-#: (``portamem.retrieval.combine``). From ``portamem tune`` on LoCoMo conversations 0-2, rounded;
+#: (``portamem.read.scoring.combine``). From ``portamem tune`` on LoCoMo conversations 0-2, rounded;
 #: entity keeps a small weight for exact identifiers, which LoCoMo's questions hardly ask about.
 #: Recency 0.05 (not 0.1) since the threshold: a fresh memory must not lift an unrelated match over it
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -61,7 +62,7 @@ class Settings:
     #: or ``st:<path-or-name>`` for any sentence-transformers model
     embedder: str = "multilingual-e5-small-q4"
     tenant_id: str = "default"
-    #: bounds of caller input (``portamem.validation``): longer or bigger values are refused with a
+    #: bounds of caller input (``portamem.write.validation``): longer or bigger values are refused with a
     #: ValidationError before anything is written
     max_content_chars: int = 8000
     max_id_chars: int = 256
@@ -81,21 +82,21 @@ class Settings:
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     #: recency = exp(-recency_lambda * age_hours): 0.002 halves it in about two weeks
     recency_lambda: float = 0.002
-    #: hits with a lower final score are dropped: scores are absolute (``portamem.calibration``), so
+    #: hits with a lower final score are dropped: scores are absolute (``portamem.read.calibration``), so
     #: ``top_k`` is a maximum and a query about nothing stored returns nothing
     min_score: float = DEFAULT_MIN_SCORE
     #: share of the final score taken off per share of the query's entities that no memory of the
     #: user holds (a question about someone never mentioned); 0.7 from LoCoMo conversations 0-2
     unknown_entity_penalty: float = 0.7
     #: ``{"mean": .., "std": ..}`` of the embedder's cosine between unrelated (query, passage) pairs,
-    #: for a model ``portamem.calibration.CALIBRATIONS`` lacks (measure it with ``portamem calibrate``)
+    #: for a model ``portamem.read.calibration.CALIBRATIONS`` lacks (measure it with ``portamem calibrate``)
     vector_calibration: dict[str, float] | None = None
     half_lives: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
     #: a new memory with cosine >= dedupe_threshold to one of the user's memories bumps its frequency
     dedupe: bool = True
     dedupe_threshold: float = 0.92
     #: a new value of a single-valued attribute ("my budget is 8000") supersedes the old one
-    #: (``portamem.supersession``); off: both stay active and only the read path marks the conflict
+    #: (``portamem.write.supersession``); off: both stay active and only the read path marks the conflict
     supersede: bool = True
     #: recall only for messages that refer back or name an entity the user's memories hold
     #: (``portamem.recall.needs_recall``); off: every message is searched
@@ -110,7 +111,7 @@ class Settings:
     pool_capacity: int = 5000
     #: rows the background indexer embeds, reviews and indexes per batch
     index_batch: int = 64
-    #: a vector search scores the user's writes not yet indexed itself (read-your-writes, ``portamem.fresh``);
+    #: a vector search scores the user's writes not yet indexed itself (read-your-writes, ``portamem.background.queued``);
     #: above 0 it first waits at most this long for the indexer's review of them (merges, supersession)
     search_wait_s: float = 0.0
     #: how long ``save_memory(wait=True)`` waits for the indexer before ``IndexingTimeoutError``
@@ -153,14 +154,14 @@ class Settings:
         if not 0.0 < self.dedupe_threshold <= 1.0:
             raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
         if self.vector_calibration is not None:
-            from .calibration import Calibration
-            from .errors import ValidationError
-
+            # the bounds of ``portamem.read.calibration.Calibration``
             try:
-                Calibration(float(self.vector_calibration["mean"]), float(self.vector_calibration["std"]))
-            except (KeyError, TypeError, ValueError, ValidationError) as exc:
-                raise ConfigError(f"vector_calibration needs numbers 'mean' and 'std' (std > 0), "
-                                  f"got {self.vector_calibration!r}") from exc
+                mean, std = float(self.vector_calibration["mean"]), float(self.vector_calibration["std"])
+            except (KeyError, TypeError, ValueError):
+                mean, std = math.nan, math.nan
+            if not (-1.0 <= mean < 1.0 and 0.0 < std < 1.0):
+                raise ConfigError(f"vector_calibration needs numbers 'mean' in [-1, 1) and 'std' in (0, 1), "
+                                  f"got {self.vector_calibration!r}")
         if self.maintain_interval_s is not None and not self.maintain_interval_s > 0:
             raise ConfigError(f"maintain_interval_s must be a positive number of seconds, got {self.maintain_interval_s}")
         if not 0.0 <= self.unknown_entity_penalty <= 1.0:

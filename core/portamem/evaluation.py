@@ -24,13 +24,16 @@ from .config import DEFAULT_WEIGHTS, Settings
 from .embeddings import Embedder, Kind, get_embedder
 from .errors import ValidationError
 from .filters import SearchFilters
-from .memory import Memory, MemoryDraft
 from .entities import extract_entities, normalize_entity
+from .memory import Memory
+from .read.calibration import CalibrationSet, measure_background
+from .read.candidates import SOURCES, Candidate
+from .read.scoring import combine
+from .read.trace import TraceEntry
 from .recall import REFERENCES
 from .records import MemoryType, Status
-from .trust import trust_factors
-from .calibration import measure_background
-from .retrieval import SOURCES, Candidate, TraceEntry, combine
+from .write.requests import MemoryDraft
+from .write.trust import trust_factors
 
 __all__ = [
     "CATEGORIES",
@@ -739,12 +742,22 @@ def run_tune(args: Any) -> int:
 
 
 
+def calibration_sets(conversations: Sequence[LocomoConversation]) -> list[CalibrationSet]:
+    """LoCoMo conversations as ``measure_background`` reads them: questions, turns, evidence turns."""
+    out = []
+    for conv in conversations:
+        where = {t.dia_id: n for n, t in enumerate(conv.turns)}
+        out.append(CalibrationSet([q.question for q in conv.questions], [t.content for t in conv.turns],
+                                  [[where[e] for e in q.evidence] for q in conv.questions]))
+    return out
+
+
 def run_calibrate(args: Any) -> int:
     """Measure an embedder's background cosine distribution (unrelated question and turn pairs) for
-    ``Settings.vector_calibration`` or ``portamem.calibration.CALIBRATIONS``."""
+    ``Settings.vector_calibration`` or ``portamem.read.calibration.CALIBRATIONS``."""
     settings = _settings(args)
     cached = CachedEmbedder(get_embedder(settings.embedder), args.embedding_cache)
-    report = measure_background(args.file, cached, conversations=args.conversations)
+    report = measure_background(calibration_sets(load_locomo(args.file)), cached, use=args.conversations)
     cached.save()
     print(json.dumps(report, ensure_ascii=False, indent=2))
     print(f"# set vector_calibration = {{mean = {report['mean']}, std = {report['std']}}} for {report['embedder']}",

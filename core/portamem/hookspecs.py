@@ -167,7 +167,7 @@ def portamem_merge_statements(older: MemoryRecord, newer: MemoryRecord, context:
 
     Called by the indexer's review when ``newer`` supersedes ``older``. The merged statement is
     stored PENDING and becomes active in place of ``newer`` when a later write names its entity or
-    attribute again (``portamem.supersession``). Stops at first non-None result; there is no
+    attribute again (``portamem.write.supersession``). Stops at first non-None result; there is no
     built-in merger (rule mode keeps the two statements as they are).
 
     :param older: the statement being superseded.

@@ -1,11 +1,14 @@
-"""``Memory``: the four operations, the working window, export/import and index upkeep (sync and async)."""
+"""``Memory``: the facade over one store. It composes the stages and delegates to them: every call is
+validated here (``portamem.write.validation``), then handed to the write path (``portamem.write``),
+the read path (``portamem.read``), lifecycle (``portamem.lifecycle``) or portability
+(``portamem.portable``); the background indexer (``portamem.background``) runs beside them. Each
+stage receives the store's parts (``portamem.components``), never this facade. Sync and async."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
-import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -15,52 +18,49 @@ from typing import IO, Any, Callable, TypeVar
 import numpy as np
 import pluggy
 
+from .background.indexer import Indexer, IndexStats
+from .background.queued import queued_vectors
+from .background.upkeep import index_now, reconcile, reindex
+from .components import Components
 from .config import Settings
-from .embeddings import Embedder, get_embedder
+from .embeddings import Embedder, PassageBatcher, QueryCache, get_embedder
 from .errors import NotFoundError, StoreError, ValidationError
 from .filters import SearchFilters
-from .records import (
-    MemoryRecord,
-    MemoryType,
-    SearchHit,
-    Source,
-    Status,
-    Trust,
-    Turn,
-    importance_band,
-    utcnow,
-)
-from .recall import format_memories
-from .calibration import calibration_for
-from .retrieval import SOURCES, Retriever, TraceEntry, explain
-from . import trust
-from .audit import AuditFinding, audit_scan, current_actor
-from .explain import Explanation, RetrievalLog
-from .explain import explain as explain_record
-from .privacy import reveal
-from .vault import Vault, load_private_key
-from .keys import KeyedMemory, Namespace
-from .lifecycle import Maintainer, MaintenanceReport, maintain, purge, restore
-from .pipeline import WriteContext
-from .plugins import Hooks, get_plugin_manager
-from .portable import export_jsonl, import_jsonl
+from .lifecycle.audit import AuditFinding, audit_scan
+from .lifecycle.explain import Explanation
+from .lifecycle.explain import explain as explain_record
+from .lifecycle.forgetting import purge, restore, soft_delete
+from .lifecycle.maintenance import Maintainer, MaintenanceReport, maintain
+from .lifecycle.reinforcement import refresh
+from .plugins import get_plugin_manager, Hooks
+from .portable.keys import Namespace, get_keyed, list_keyed
+from .portable.transfer import export_jsonl, import_jsonl
+from .read.calibration import calibration_for
+from .read.candidates import SOURCES
+from .read.replica import VectorReader
+from .read.search import Retriever, Search
+from .read.trace import TraceEntry
+from .read.usage import RetrievalLog
+from .records import MemoryRecord, MemoryType, SearchHit, Source, Status, Trust, Turn, utcnow
+from .storage.actor import current_actor
 from .storage.sql import RecordStore
-from . import validation as check
 from .storage.vectors import MilvusVectorIndex
-from .embeddings import PassageBatcher, QueryCache
-from .fresh import queued_vectors
-from .indexer import Indexer, IndexStats, index_now, reconcile, reindex, repair
-from .replica import VectorReader
-from .groupcommit import TurnRequest
-from .groupcommit import save_many as group_commit
-from .writing import MemoryDraft, SaveRequest, SaveResult, as_drafts, build_record, prepare, settled, write
+from .vault import Vault, load_private_key
+from .write import trust
+from .write import validation as check
+from .write.batch import save_many
+from .write.privacy import reveal
+from .write.requests import MemoryDraft, SaveRequest, SaveResult, TurnRequest
+from .write.save import checked_drafts, settled, write
+from .write.update import rewrite
+from .write.validation import ProgressFactory
+from .write.window import episode_draft
 
 __all__ = ["Memory", "MemoryDraft", "SaveRequest", "SaveResult", "TurnRequest"]
 
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-ProgressFactory = Callable[[int, str], Any]
 
 
 def _async_twin(method: Callable[..., _T]) -> Callable[..., Any]:
@@ -72,7 +72,7 @@ def _async_twin(method: Callable[..., _T]) -> Callable[..., Any]:
     return twin
 
 
-class Memory(KeyedMemory):
+class Memory:
     """Portable long-term memory for one store. Every call is scoped by ``user_id`` (and tenant)."""
 
     def __init__(
@@ -109,24 +109,31 @@ class Memory(KeyedMemory):
             self.store.close()
             raise
         self._lock = threading.RLock()
+        #: what every stage is handed: the store, index, embedder, hooks, settings, lock
+        self.parts = Components(settings=settings, tenant_id=self.tenant_id, store=self.store, index=self.index,
+                                embedder=self.embedder, hooks=self.hooks, vault=self.vault, lock=self._lock,
+                                passages=PassageBatcher(self.embedder))
         #: vector reads: the in-memory replica for users within the budget, else the index
         self.vectors = VectorReader(self.store, self.index, budget_mb=settings.replica_budget_mb, lock=self._lock)
+        self.parts.vectors = self.vectors
         self._queries = QueryCache(self.embedder, settings.query_cache_size)
-        self._passages = PassageBatcher(self.embedder)
-        self.retriever = Retriever(self.store, self.vectors, self._embed_query,  # type: ignore[arg-type]
+        self.retriever = Retriever(self.store, self.vectors, self._queries.get,  # type: ignore[arg-type]
                                    calibration_for(self.embedder.name, settings.vector_calibration))
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
-        self.indexer = Indexer(self, batch=settings.index_batch)
+        self.indexer = Indexer(self.parts, batch=settings.index_batch)
+        self.parts.queue = self.indexer
+        self._search = Search(self.parts, self.retriever, self.retrieval_log, self._queued,
+                              trust.trust_factors(settings.trust_factors))
         self._closed = False
         self.maintainer: Maintainer | None = None
         try:
-            reconcile(self, progress)
+            reconcile(self.parts, progress)
             self.indexer.start()
         except BaseException:
             self.close()
             raise
         if settings.maintain_interval_s:
-            self.maintainer = Maintainer(self, settings.maintain_interval_s).start()
+            self.maintainer = Maintainer(self.maintain, self.audit_scan, settings.maintain_interval_s).start()
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Memory:
@@ -161,55 +168,24 @@ class Memory(KeyedMemory):
         if self._closed:
             raise StoreError("this Memory is closed")
 
-    # ------------------------------------------------------------------ validation
-    # thin wrappers over ``portamem.validation`` for the write path and plugins that call them
-    def _check_id(self, name: str, value: Any, *, optional: bool = False) -> Any:
-        return check.check_id(self.settings, name, value, optional=optional)
-
-    def _check_content(self, content: Any) -> str:
-        return check.check_content(self.settings, content)
-
-    @staticmethod
-    def _check_unit(name: str, value: Any) -> float:
-        return check.check_unit(name, value)
-
     def _tenant(self, tenant_id: Any) -> str:
         return check.check_tenant(self.settings, tenant_id, self.tenant_id)
 
     def _user(self, user_id: Any) -> str:
         return check.check_id(self.settings, "user_id", user_id)
 
-    # ------------------------------------------------------------------ embeddings
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        vectors = self._passages.embed(texts)
-        if vectors.shape != (len(texts), self.embedder.dim):
-            raise StoreError(f"embedder {self.embedder.name} returned shape {vectors.shape}")
-        return vectors
-
-    def _embed_query(self, text: str) -> np.ndarray:
-        return self._queries.get(text)
-
-    def _attach_embeddings(self, records: Sequence[MemoryRecord]) -> None:
-        missing = [r for r in records if r.embedding is None or r.embedding_model != self.embedder.name]
-        if not missing:
-            return
-        vectors = self._embed([r.content for r in missing])
-        for record, vector in zip(missing, vectors):
-            record.embedding = vector.tolist()
-            record.embedding_model = self.embedder.name
-            record.embedding_version = self.embedder.version
+    def _queued(self, tenant_id: str, user_id: str, filters: SearchFilters) -> Mapping[str, np.ndarray]:
+        """The vectors of the user's rows the indexer has not reached (``portamem.background.queued``)."""
+        if self.settings.search_wait_s:
+            self.indexer.wait_scope((tenant_id, user_id), self.settings.search_wait_s)
+        return queued_vectors(self.store, self.indexer, self.parts.embed, self.embedder.name, tenant_id, user_id,
+                              filters)
 
     # ------------------------------------------------------------------ index upkeep
-    def _index_records(self, records: Sequence[MemoryRecord], deleted: Sequence[str] = ()) -> None:
-        index_now(self, records, deleted)
-
-    def _repair_index(self) -> None:
-        repair(self)
-
     def reindex(self, *, progress: ProgressFactory | None = None) -> int:
         """Rebuild the vector index from the records (re-embedding any vector of another model)."""
         self._check_open()
-        return reindex(self, progress=check.check_progress(progress))
+        return reindex(self.parts, progress=check.check_progress(progress))
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until the vector index reflects every write committed before this call (read-your-writes
@@ -250,7 +226,7 @@ class Memory(KeyedMemory):
         the record as settled: the older memory it was merged into, when it was a duplicate.
 
         With a ``key`` the write is an atomic upsert of ``(key_namespace, key)``: the returned record is
-        the key's one row (its id kept across overwrites), never merged by dedupe (``portamem.keys``).
+        the key's one row (its id kept across overwrites), never merged by dedupe (``portamem.portable.keys``).
         """
         draft = MemoryDraft(
             content=content,
@@ -281,18 +257,8 @@ class Memory(KeyedMemory):
     ) -> list[MemoryRecord]:
         """Store several memories in one transaction (all or none); ``wait`` as in ``save_memory``."""
         self._check_open()
-        user_id, tenant_id, items = self._checked_drafts(drafts, user_id, tenant_id)
-        return write(self, items, user_id=user_id, tenant_id=tenant_id, explicit=True, wait=wait)
-
-    def _checked_drafts(self, drafts: Any, user_id: Any, tenant_id: Any) -> tuple[str, str, list[MemoryDraft]]:
-        """The validation layer's checks of one save: its user, tenant and drafts."""
-        user_id = self._user(user_id)
-        tenant_id = self._tenant(tenant_id)
-        items = [check.check_draft(self.settings, d) for d in as_drafts(drafts)]
-        for d in items:
-            check.check_opaque_ids(self.hooks, self.settings, tenant_id, user_id,
-                                   session_id=d.session_id, agent_id=d.agent_id)
-        return user_id, tenant_id, items
+        user_id, tenant_id, items = checked_drafts(self.parts, drafts, user_id, tenant_id)
+        return write(self.parts, items, user_id=user_id, tenant_id=tenant_id, explicit=True, wait=wait)
 
     def save_many(self, requests: Sequence[SaveRequest | TurnRequest]) -> list[SaveResult]:
         """Apply the saves and window turns of many users and tenants in ONE transaction (group commit),
@@ -304,7 +270,7 @@ class Memory(KeyedMemory):
         A failure of the commit itself raises (``StoreError``) and writes none of them.
         """
         self._check_open()
-        return group_commit(self, requests)
+        return save_many(self.parts, requests)
 
     # ------------------------------------------------------------------ read
     def search_memory(
@@ -346,56 +312,17 @@ class Memory(KeyedMemory):
                 "list_memories(filters={'statuses': ['quarantined']}) or audit_scan(include_quarantined=True)"
             )
         now = check.check_datetime("now", now) or utcnow()
-        s = self.settings
         sources = check.check_sources(sources, SOURCES)
         weights = check.check_weights(weights)
-        window_session = check.check_id(s, "window_session", window_session, optional=True)
-        window = [t for t in check.check_texts("shown", shown) if t.strip()]
+        window_session = check.check_id(self.settings, "window_session", window_session, optional=True)
+        shown = [t for t in check.check_texts("shown", shown) if t.strip()]
         if trace is not None and not isinstance(trace, list):
             raise ValidationError(f"trace must be a list or None, got {type(trace).__name__}")
         if not isinstance(debug, bool) and not callable(getattr(debug, "write", None)):
             raise ValidationError(f"debug must be True, False or a text stream, got {type(debug).__name__}")
-        if window_session is not None:
-            for turn in self.context(user_id=user_id, session_id=window_session, tenant_id=tenant_id):
-                window.append(f"{turn.user}\n{turn.assistant}")
-        queued = None
-        if "vector" in sources:  # read-your-writes: the user's rows not indexed yet are scored as they stand
-            if s.search_wait_s:
-                self.indexer.wait_scope((tenant_id, user_id), s.search_wait_s)
-            queued = queued_vectors(self.store, self.indexer, self._embed, self.embedder.name, tenant_id, user_id, f)
-        candidates = self.retriever.candidates(
-            query, tenant_id=tenant_id, user_id=user_id, filters=f, k=max(s.candidate_k, k), sources=sources,
-            queued=queued,
-        )
-        registered = self.hooks.scorers()
-        if trace is None and debug:
-            trace = []
-        hits = self.retriever.rank(
-            query,
-            candidates,
-            tenant_id=tenant_id,
-            user_id=user_id,
-            weights=weights if weights is not None else {
-                **{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
-            now=now,
-            top_k=k,
-            min_score=s.min_score,
-            scorers=[r.fn for r in registered.values()],
-            settings=s,
-            window=window,
-            duplicate_cosine=s.dedupe_threshold,
-            trace=trace,
-            trust_factor=trust.trust_factors(s.trust_factors),
-            unknown_entity_penalty=s.unknown_entity_penalty,
-        )
-        if f.agent_id is not None:  # the agent's private memories before the shared layer
-            hits.sort(key=lambda h: h.record.agent_id is None)
-        self.retrieval_log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s),
-                                  touch=touch, now=now)
-        if debug:
-            assert trace is not None
-            print(explain(query, trace, format_memories(hits)), file=sys.stderr if debug is True else debug)
-        return hits
+        return self._search.run(query, tenant_id=tenant_id, user_id=user_id, filters=f, k=k, now=now, sources=sources,
+                                weights=weights, window_session=window_session, shown=shown, debug=debug, trace=trace,
+                                touch=touch)
 
     def get_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
         self._check_open()
@@ -449,29 +376,8 @@ class Memory(KeyedMemory):
         tenant_id = self._tenant(tenant_id)
         with self._lock:
             self._owned(ids, user_id, tenant_id)
-            return self._soft_delete(ids, user_id=user_id, tenant_id=tenant_id, action="forget", actor=current_actor.get())
-
-    def _soft_delete(
-        self, ids: Sequence[str], *, user_id: str, tenant_id: str, action: str, actor: str,
-        now: datetime | None = None, superseded_by: str | None = None,
-    ) -> list[str]:
-        found = self.store.get(tenant_id, user_id, ids)
-        now = now or utcnow()
-        actor = current_actor.get() if actor == "api" else actor  # the server's key id, when a key asked
-        changed = [m for m, r in found.items() if r.status is not Status.DELETED]
-        extra = {} if superseded_by is None else {"superseded_by": superseded_by}
-        with self.store.transaction() as conn:
-            self.store.update_fields(
-                conn, changed, reindex=True, status=Status.DELETED.value,
-                deleted_at=now.timestamp(), updated_at=now.timestamp(), **extra,
-            )
-            self.store.audit_many(
-                conn,
-                [{"action": action, "actor": actor, "tenant_id": tenant_id, "user_id": user_id, "memory_id": m,
-                  "detail": {"previous_status": found[m].status.value, **extra}} for m in changed],
-            )
-        self._index_records([], deleted=changed)
-        return changed
+            return soft_delete(self.parts, ids, user_id=user_id, tenant_id=tenant_id, action="forget",
+                               actor=current_actor.get())
 
     def maintain(self, *, now: datetime | None = None, policy: str | None = None,
                  tenant_id: str | None = None) -> MaintenanceReport:
@@ -485,7 +391,7 @@ class Memory(KeyedMemory):
             check.check_id(self.settings, "policy", policy)
         self.indexer.flush(self.settings.index_wait_s)
         with self._lock:
-            return maintain(self, now=now, policy=policy, tenant_id=tenant_id)
+            return maintain(self.parts, self.retrieval_log, now=now, policy=policy, tenant_id=tenant_id)
 
     def restore_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> MemoryRecord:
         """Undo ``forget_memory`` while the record has not been purged yet."""
@@ -494,7 +400,7 @@ class Memory(KeyedMemory):
         tenant_id = self._tenant(tenant_id)
         with self._lock:
             record = self._owned([memory_id], user_id, tenant_id)[memory_id]
-            return restore(self, record)
+            return restore(self.parts, record)
 
     def purge_deleted(
         self, *, older_than: timedelta | None = None, tenant_id: str | None = None, now: datetime | None = None
@@ -507,7 +413,7 @@ class Memory(KeyedMemory):
         grace = older_than if older_than is not None else timedelta(days=self.settings.grace_days)
         cutoff = ((now or utcnow()) - grace).timestamp()
         with self._lock:
-            return purge(self, tenant_id, cutoff)
+            return purge(self.parts, tenant_id, cutoff)
 
     def refresh_memory(
         self, memory_id: str, delta: float = 0.1, *, user_id: str, tenant_id: str | None = None
@@ -519,26 +425,7 @@ class Memory(KeyedMemory):
         tenant_id = self._tenant(tenant_id)
         with self._lock:
             record = self._owned([memory_id], user_id, tenant_id)[memory_id]
-            before = record.importance
-            now = utcnow()
-            record.importance = min(1.0, max(0.0, before + float(delta)))
-            record.importance_band = importance_band(record.importance)
-            record.last_accessed_at = now
-            record.access_count += 1
-            record.updated_at = now
-            with self.store.transaction() as conn:
-                self.store.update_fields(
-                    conn, [memory_id], reindex=record.status is Status.ACTIVE,
-                    importance=record.importance, importance_band=record.importance_band,
-                    last_accessed_at=now.timestamp(), access_count=record.access_count, updated_at=now.timestamp(),
-                )
-                self.store.audit(
-                    conn, "refresh", tenant_id=tenant_id, user_id=user_id, memory_id=memory_id,
-                    detail={"importance_before": before, "importance_after": record.importance},
-                )
-            if record.status is Status.ACTIVE:
-                self._index_records([record])
-        return record
+            return refresh(self.parts, record, delta)
 
     def update_memory(
         self,
@@ -565,37 +452,8 @@ class Memory(KeyedMemory):
             metadata = check.check_json(self.settings, "metadata", metadata)
         with self._lock:
             old = self._owned([memory_id], user_id, tenant_id)[memory_id]
-            draft = MemoryDraft(
-                content=old.content if content is None else content,
-                type=old.type, importance=old.importance, half_life_days=old.half_life_days,
-                source=old.source, trust=old.trust, session_id=old.session_id, agent_id=old.agent_id,
-                kind=old.kind, summary=None if content is not None else old.summary,
-                entities=None if content is not None else old.entities,
-                metadata=dict(old.metadata if metadata is None else metadata),  # type: ignore[arg-type]
-                created_at=old.created_at, key=old.key, key_namespace=old.key_namespace or (),
-            )
-            record = build_record(self, draft, user_id=user_id, tenant_id=tenant_id)
-            prepare(self, draft, record, explicit=True)
-            record.memory_id = old.memory_id
-            if record.status is Status.ACTIVE:  # a guard verdict on the new text wins over the old status
-                record.status = old.status
-            for name in ("triples", "access_count", "last_accessed_at", "frequency", "supersedes",
-                         "superseded_by", "deleted_at"):
-                if name != "triples" or content is None:
-                    setattr(record, name, getattr(old, name))
-            if record.content == old.content:
-                record.embedding, record.embedding_model = old.embedding, old.embedding_model
-                record.embedding_version = old.embedding_version
-            self._attach_embeddings([record])
-            with self.store.transaction() as conn:
-                self.store.replace(conn, record)
-                self.store.audit(
-                    conn, "update", tenant_id=tenant_id, user_id=user_id, memory_id=memory_id,
-                    detail={"previous_content": old.content if record.content != old.content else None,
-                            "content_changed": record.content != old.content,
-                            "metadata_changed": record.metadata != old.metadata},
-                )
-            self._index_records([record])
+            record = rewrite(self.parts, old, content=content, metadata=metadata)
+            index_now(self.parts, [record])
         return record
 
     # ------------------------------------------------------------------ working window
@@ -620,10 +478,10 @@ class Memory(KeyedMemory):
         self._check_open()
         request = TurnRequest(user_id=user_id, user=user, assistant=assistant, session_id=session_id,
                               metadata=metadata, tenant_id=tenant_id, created_at=created_at)
-        result = group_commit(self, [request])[0]
+        result = save_many(self.parts, [request])[0]
         if result.error is not None:
             raise result.error
-        return settled(self, result.records) if wait else result.records
+        return settled(self.parts, result.records) if wait else result.records
 
     def context(self, *, user_id: str, session_id: str = "default", tenant_id: str | None = None) -> list[Turn]:
         """The turns currently in the working window, oldest first."""
@@ -631,6 +489,21 @@ class Memory(KeyedMemory):
         user_id = self._user(user_id)
         tenant_id = self._tenant(tenant_id)
         return self.store.turns(tenant_id, user_id, check.check_id(self.settings, "session_id", session_id))
+
+    def archive_turns(self, turns: Sequence[Turn], *, user_id: str, session_id: str = "default",
+                      tenant_id: str | None = None) -> MemoryRecord | None:
+        """Compress turns that left a window the framework keeps itself into one episodic memory (the
+        summariser plugins write its text, as for turns leaving portamem's own window); None when
+        nothing was worth keeping. ``portamem.messages.archive_messages`` folds messages into turns."""
+        self._check_open()
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        session_id = check.check_id(self.settings, "session_id", session_id)
+        check.check_opaque_ids(self.hooks, self.settings, tenant_id, user_id, session_id=session_id)
+        draft = episode_draft(self.parts, list(turns), user_id=user_id, tenant_id=tenant_id, session_id=session_id)
+        if draft is None:
+            return None
+        return self.save_memories([draft], user_id=user_id, tenant_id=tenant_id)[0]
 
     def clear_context(self, *, user_id: str, session_id: str | None = None, tenant_id: str | None = None) -> None:
         """Drop the working window (of one session, or all) without writing episodic memory."""
@@ -652,7 +525,8 @@ class Memory(KeyedMemory):
         tenant_id: str | None = None,
     ) -> int:
         """Write memories (one user's, or the tenant's) and their working windows as JSON lines."""
-        return export_jsonl(self, fp, user_id=user_id, include_embeddings=include_embeddings,
+        self._check_open()
+        return export_jsonl(self.parts, fp, user_id=user_id, include_embeddings=include_embeddings,
                             include_deleted=include_deleted, tenant_id=tenant_id)
 
     def import_(
@@ -671,7 +545,8 @@ class Memory(KeyedMemory):
         record: the imported one gets a fresh id. Every record is guarded and redacted again; the
         file's source, trust and status count only when ``trusted`` (a restore of one's own backup).
         """
-        return import_jsonl(self, fp, tenant_id=tenant_id, on_conflict=on_conflict, progress=progress,
+        self._check_open()
+        return import_jsonl(self.parts, fp, tenant_id=tenant_id, on_conflict=on_conflict, progress=progress,
                             trusted=trusted)
 
     # ------------------------------------------------------------------ trust, audit, explanation, reveal
@@ -681,7 +556,12 @@ class Memory(KeyedMemory):
         user_id = self._user(user_id)
         tenant_id = self._tenant(tenant_id)
         with self._lock:
-            return trust.confirm(self, self._owned([memory_id], user_id, tenant_id)[memory_id])
+            record = self._owned([memory_id], user_id, tenant_id)[memory_id]
+            if record.status is Status.ACTIVE:
+                return record
+            confirmed = trust.confirm(self.parts, record)
+            index_now(self.parts, [confirmed])
+            return confirmed
 
     def explain(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> Explanation:
         """When and from which turn a memory was written, its source, trust and weight, and every search that returned it."""
@@ -718,6 +598,38 @@ class Memory(KeyedMemory):
                              memory_id=memory_id, detail={"fields": sorted(original)})
         return original
 
+    # ------------------------------------------------------------------ keyed memories
+    def get_by_key(self, key: str, *, user_id: str, key_namespace: Namespace = (),
+                   tenant_id: str | None = None) -> MemoryRecord:
+        """The memory stored under ``(key_namespace, key)`` (any status but deleted), or ``NotFoundError``;
+        writing with a key is ``save_memory(..., key=...)`` (``portamem.portable.keys``)."""
+        self._check_open()
+        return get_keyed(self.parts, key, user_id=user_id, key_namespace=key_namespace, tenant_id=tenant_id)
+
+    def forget_by_key(self, key: str, *, user_id: str, key_namespace: Namespace = (),
+                      tenant_id: str | None = None) -> str:
+        """Soft-delete the memory under a key (as ``forget_memory``); returns its id. A later write revives the key."""
+        self._check_open()
+        with self._lock:
+            record = get_keyed(self.parts, key, user_id=user_id, key_namespace=key_namespace, tenant_id=tenant_id)
+            soft_delete(self.parts, [record.memory_id], user_id=record.user_id, tenant_id=record.tenant_id,
+                        action="forget", actor="api")
+        return record.memory_id
+
+    def list_keyed(
+        self, *, user_id: str, key_namespace: Namespace = (), filters: Any = None,
+        limit: int | None = None, offset: int = 0, tenant_id: str | None = None,
+    ) -> list[MemoryRecord]:
+        """One user's keyed memories in ``key_namespace`` or below it, in write order (active unless ``filters``)."""
+        self._check_open()
+        return list_keyed(self.parts, user_id=user_id, key_namespace=key_namespace, filters=filters, limit=limit,
+                          offset=offset, tenant_id=tenant_id)
+
+    def user_ids(self, *, tenant_id: str | None = None) -> list[str]:
+        """The users of a tenant that hold memories, for tenant-wide (administrative) tooling."""
+        self._check_open()
+        return self.store.user_ids(self._tenant(tenant_id))
+
     # ------------------------------------------------------------------ async twins
     asave_memory = _async_twin(save_memory)
     asave_memories = _async_twin(save_memories)
@@ -737,3 +649,7 @@ class Memory(KeyedMemory):
     amaintain = _async_twin(maintain)
     aconfirm_memory = _async_twin(confirm_memory)
     aexplain = _async_twin(explain)
+    aget_by_key = _async_twin(get_by_key)
+    aforget_by_key = _async_twin(forget_by_key)
+    alist_keyed = _async_twin(list_keyed)
+    aarchive_turns = _async_twin(archive_turns)

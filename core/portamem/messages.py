@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
-from .validation import check_datetime, check_flag, check_id, check_opaque_ids, check_tenant, check_text
+from .write.validation import check_datetime, check_flag, check_id, check_tenant, check_text
+from .write.window import MESSAGES_KEY
 from .records import MemoryRecord, Turn, from_iso, to_iso
-from .window import episode_draft
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -33,7 +33,6 @@ __all__ = [
 ROLES = ("user", "assistant", "system", "tool")
 
 #: key of a turn's metadata that holds the messages it was folded from
-MESSAGES_KEY = "messages"
 
 #: text of a turn whose messages carry no text at all (images only, say)
 NO_TEXT = "[no text]"
@@ -195,16 +194,12 @@ def archive_messages(
     served = getattr(memory, "archive_messages", None)
     if served is not None:  # a RemoteMemory: the server summarises with its own plugins
         return served(items, user_id=user_id, session_id=session_id, tenant_id=tenant_id)  # type: ignore[no-any-return]
-    check_opaque_ids(memory.hooks, memory.settings, tenant, user_id, session_id=session_id)
     turns, rest = split_turns(items)
     groups = turns + ([rest] if rest else [])
     if not groups:
         return None
-    draft = episode_draft(memory, [_as_turn(g) for g in groups], user_id=user_id, tenant_id=tenant,
-                          session_id=session_id)
-    if draft is None:
-        return None
-    return memory.save_memories([draft], user_id=user_id, tenant_id=tenant_id)[0]
+    return memory.archive_turns([_as_turn(g) for g in groups], user_id=user_id, session_id=session_id,
+                                tenant_id=tenant)
 
 
 def window_messages(

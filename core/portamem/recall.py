@@ -1,15 +1,18 @@
-"""How recalled memories are written into a model's prompt: one line each, with its id, date and age."""
+"""Recall for a prompt, over any memory (``Memory`` or ``RemoteMemory``): the pre-think gate, a search
+whose hits count as used, and the prompt lines (``portamem.read.prompt``)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .entities import extract_entities, normalize_entity
-from .records import SearchHit, utcnow
+from .read.prompt import DEFAULT_HEADER, format_memories, relative_age
+from .records import SearchHit
+from .write.validation import check_id
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -24,55 +27,6 @@ REFERENCES = re.compile(
     r"|上次|之前|以前|刚才|那个|那次|还记得|记得|你说过|我说过|我的|我们的|老样子|照旧",
     re.I,
 )
-
-DEFAULT_HEADER = "Relevant memories (id, date and age, source, trust), most relevant first:"
-
-
-def relative_age(then: datetime, now: datetime) -> str:
-    """'today', 'yesterday', '3 days ago', '2 weeks ago', '5 months ago', '2 years ago'."""
-    days = int((now - then).total_seconds() // 86400)
-    if days <= 0:
-        return "today"
-    if days == 1:
-        return "yesterday"
-    for size, unit in ((365, "year"), (30, "month"), (7, "week"), (1, "day")):
-        if days >= size:
-            n = days // size
-            return f"{n} {unit}{'s' if n > 1 else ''} ago"
-    return "today"
-
-
-def format_memories(
-    hits: Sequence[SearchHit], *, header: str | None = DEFAULT_HEADER, ids: bool = True, time: bool = False,
-    now: datetime | None = None,
-) -> str:
-    """Render hits for a prompt; an empty string when there is nothing to show.
-
-    The id lets the model say which memory it used (and pass it to a forget tool), the date and
-    age ("3 days ago", from ``now``) let it weigh stale facts, the source and trust doubtful ones,
-    and a memory that disagrees with a newer one says so, so the model prefers the newer; ``time``
-    adds the hour. Scores are not shown: they rank, they mean nothing to the model.
-    """
-    if not hits:
-        return ""
-    now = now or utcnow()
-    by_id = {h.memory_id: h for h in hits}
-    lines = [header] if header else []
-    for hit in hits:
-        r = hit.record
-        content = " ".join(r.content.split())
-        ref = f"id {r.memory_id}, " if ids else ""
-        when = (f"{r.created_at:%Y-%m-%d %H:%M}" if time else f"{r.created_at:%Y-%m-%d}") + \
-            f" ({relative_age(r.created_at, now)})"
-        others = [by_id[m].record for m in hit.conflicts_with if m in by_id]
-        note = ""
-        if any(o.created_at > r.created_at for o in others):
-            note = ", superseded by a newer memory"
-        elif others:
-            note = ", replaces an older memory"
-        lines.append(f"- [{ref}{when}, {r.source.value}, trust {r.trust.value}{note}] {content}")
-    return "\n".join(lines)
-
 
 def needs_recall(memory: Memory, message: str, *, user_id: str, tenant_id: str | None = None) -> bool:
     """The pre-think gate: recall only for a message that refers back ("that", "last time", 上次,
@@ -105,8 +59,8 @@ def recall(
     With ``agent_id`` the agent sees its private memories (first) and the shared layer. With
     ``Settings.recall_gate`` a message that ``needs_recall`` says no to gets no search at all.
     """
-    if memory.settings.recall_gate and not needs_recall(memory, query, user_id=memory._check_id("user_id", user_id),
-                                                        tenant_id=tenant_id):
+    if memory.settings.recall_gate and not needs_recall(
+            memory, query, user_id=check_id(memory.settings, "user_id", user_id), tenant_id=tenant_id):
         return []
     return memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now,

@@ -24,7 +24,7 @@ _TRIPLES = (
     (re.compile(r"我对([\u4e00-\u9fff\w]{1,10})过敏"), "user", "allergic_to"),
 )
 #: "my budget is 8000", "我的预算是8000": the value of an attribute, which holds one value at a time
-#: (``portamem.supersession``): the relation is named after the attribute
+#: (``portamem.write.supersession``): the relation is named after the attribute
 _ATTRIBUTE = (
     re.compile(r"\bmy (?!name\b)((?:[a-z]+ ){0,2}[a-z]+) (?:is|was) (?:now |still |actually )?"
                r"((?:[\w$€£¥'/-]|(?<=\d)[.,](?=\d))+(?: (?:[\w$€£¥'/-]|(?<=\d)[.,](?=\d))+){0,4}?)"

@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from portamem import hookimpl
-from portamem.retrieval import Candidate, recency_score
+from portamem.read.candidates import Candidate
+from portamem.read.scoring import recency_score
 
 
 def recency(query: str, candidates: list[Candidate], now: datetime, settings: Any) -> None:

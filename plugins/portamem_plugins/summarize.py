@@ -168,7 +168,7 @@ class LLMMerger(_AskingPlugin):
     retries, then pass (the two statements stay as they are).
 
     Register it with ``memory.plugins.register(LLMMerger(llm), name="llm_merge")``. The merged
-    statement waits PENDING until the user names its entity again (``portamem.supersession``).
+    statement waits PENDING until the user names its entity again (``portamem.write.supersession``).
     """
 
     PROMPT = (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from portamem import Memory, Settings
-from portamem.calibration import CALIBRATIONS, Calibration, calibration_for, vector_score
+from portamem.read.calibration import CALIBRATIONS, Calibration, calibration_for, vector_score
 from portamem.embeddings import Embedder
 from portamem.errors import ConfigError, ValidationError
 

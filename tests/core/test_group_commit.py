@@ -10,8 +10,7 @@ import pytest
 from portamem import Memory, Settings
 from portamem.embeddings import Embedder
 from portamem.errors import ValidationError
-from portamem.writing import SaveRequest
-from portamem.groupcommit import TurnRequest
+from portamem.write.requests import SaveRequest, TurnRequest
 
 
 def _counting(memory: Memory) -> list[int]:

@@ -11,7 +11,7 @@ import pytest
 
 from portamem import Memory, Settings, Status
 from portamem.errors import IndexingTimeoutError, ValidationError
-from portamem.writing import SaveRequest
+from portamem.write.requests import SaveRequest
 
 
 class GatedEmbedder:

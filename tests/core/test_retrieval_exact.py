@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from portamem import Memory, MemoryDraft, SearchFilters
-from portamem.calibration import calibration_for, vector_score
+from portamem.read.calibration import calibration_for, vector_score
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 PEOPLE = ["my sister", "our neighbour", "the new manager", "my old teacher", "a cousin from Lyon"]

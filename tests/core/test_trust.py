@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from portamem import Memory, Settings, Status, Trust, ValidationError
 from portamem.errors import ConfigError
 from portamem.records import TRUST_RANK, MemoryRecord, Source
-from portamem.retrieval import Candidate, Retriever
-from portamem.trust import contradiction, is_independent, trust_factors
+from portamem.read.candidates import Candidate
+from portamem.read.search import Retriever
+from portamem.write.trust import contradiction, is_independent, trust_factors
 
 NOW = datetime(2026, 1, 10, tzinfo=timezone.utc)
 WEIGHTS = {"vector": 0.45, "keyword": 0.25, "entity": 0.1, "recency": 0.18, "importance": 0.12}

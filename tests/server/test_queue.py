@@ -109,7 +109,7 @@ async def test_back_pressure_is_http_429_with_retry_after(memory: Memory) -> Non
 
 
 async def test_waiting_turns_of_many_users_commit_together(queue: WriteQueue, memory: Memory) -> None:
-    from portamem.groupcommit import TurnRequest
+    from portamem.write.requests import TurnRequest
 
     tasks = [asyncio.ensure_future(queue.turn(TurnRequest(f"user{i}", f"Remember that my desk is D{i}.", "Noted."),
                                               tenant_id="default")) for i in range(10)]

@@ -8,7 +8,7 @@ request validation and the OpenAPI schema (``/openapi.json``) that clients and t
 Every route takes its tenant from the key (no body has a ``tenant_id``); a route that names a
 memory answers a user outside the key's scope exactly as it answers a missing memory (404), so
 the API tells no one which memories exist. Writes go through the write queue (``queue.py``);
-reads run in worker threads. Errors leave as ``{"error": {"type", "message"}}`` (``portamem.wire``).
+reads run in worker threads. Errors leave as ``{"error": {"type", "message"}}`` (``portamem.portable.wire``).
 """
 
 # no `from __future__ import annotations`: FastAPI reads the route annotations, some of them local aliases
@@ -19,7 +19,6 @@ import logging
 import queue as queue_mod
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -31,25 +30,22 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import wire
-from ..audit import acting_as
+from ..storage.actor import acting_as
 from ..errors import (
-    AuthenticationError,
     NotFoundError,
     PermissionDeniedError,
     PortamemError,
     ValidationError,
 )
-from ..groupcommit import TurnRequest
 from ..filters import SearchFilters
-from ..memory import Memory
 from ..messages import Message, archive_messages
-from ..privacy import sealed_original
-from ..writing import MemoryDraft
+from ..portable import wire
+from ..write.privacy import sealed_original
+from ..write.requests import MemoryDraft, TurnRequest
 from . import schemas as s
-from .auth import LOCAL_PRINCIPAL_ID, KeyStore, Principal
+from .auth import Principal
 from .inspector import mount_inspector
-from .queue import WriteQueue
+from .state import ServerState
 
 __all__ = ["create_app", "ServerState"]
 
@@ -59,27 +55,6 @@ log = logging.getLogger(__name__)
 MAX_IMPORT_BYTES = 512 * 1024 * 1024
 
 _bearer = HTTPBearer(auto_error=False, description="an API key from `portamem keys create`")
-
-
-class ServerState:
-    """What the routes share: the memory, the write queue and the keys."""
-
-    def __init__(self, memory: Memory, keys: KeyStore | None, *, open_access: bool,
-                 max_pending: int = 2048, max_batch: int = 256) -> None:
-        self.memory = memory
-        self.keys = keys
-        #: a keyless server (loopback only) serves its default tenant without a key
-        self.open_access = open_access
-        self.queue = WriteQueue(memory, max_pending=max_pending, max_batch=max_batch)
-        #: key lookups run here, never behind the searches in the default pool: a write waits for no search
-        self.auth_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="portamem-auth")
-
-    def authenticate(self, token: str | None) -> Principal:
-        if self.keys is not None and (token or not self.open_access or self.keys.active_count()):
-            return self.keys.authenticate(token)
-        if not self.open_access:
-            raise AuthenticationError("this server needs an API key")
-        return Principal(key_id=LOCAL_PRINCIPAL_ID, tenant_id=self.memory.tenant_id)
 
 
 def _not_found(ids: Sequence[str]) -> NotFoundError:

@@ -163,9 +163,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     """An MCP server (stdio or streamable HTTP) with save/search/forget/explain tools for one user."""
     from .mcp_tools import run_mcp
 
-    from .. import cli
+    from ..connect import open_memory
 
-    memory: Any = cli._open(args)
+    memory: Any = open_memory(args)
     try:
         run_mcp(memory, user_id=args.user, transport=args.transport, host=args.host, port=args.port)
     finally:

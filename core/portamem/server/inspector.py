@@ -28,15 +28,15 @@ from urllib.parse import parse_qsl
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from .. import wire
 from ..errors import AuthenticationError, NotFoundError, PermissionDeniedError, PortamemError, ValidationError
-from ..recall import format_memories
+from ..portable import wire
+from ..read.prompt import format_memories
 from ..records import MemoryType, Status
 from . import pages
 from .auth import Principal
 
 if TYPE_CHECKING:
-    from .app import ServerState
+    from .state import ServerState
 
 __all__ = ["mount_inspector", "UiSessions", "COOKIE"]
 

@@ -17,7 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from ..errors import PortamemError
 from ..memory import Memory
-from ..recall import format_memories
+from ..read.prompt import format_memories
 from ..records import to_iso
 
 __all__ = ["build_mcp", "run_mcp"]

@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from ..audit import AuditFinding
-from ..explain import Explanation
+from ..lifecycle.audit import AuditFinding
+from ..lifecycle.explain import Explanation
 from ..records import MemoryRecord, MemoryType, SearchHit, Status, Turn, from_iso, to_iso, utcnow
 
 __all__ = ["Html", "el", "link", "page", "login_page", "home_page", "timeline_page", "search_page",

@@ -27,12 +27,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..audit import acting_as, current_actor
+from ..storage.actor import acting_as, current_actor
 from ..errors import OverloadedError, StoreError
-from ..groupcommit import TurnRequest
 from ..memory import Memory
 from ..records import MemoryRecord
-from ..writing import MemoryDraft, SaveRequest
+from ..write.requests import MemoryDraft, SaveRequest, TurnRequest
 
 __all__ = ["WriteQueue", "QueueStats"]
 

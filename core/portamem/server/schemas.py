@@ -57,7 +57,7 @@ class Draft(_Body):
     entities: list[str] | None = Field(default=None, max_length=1000)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = None
-    #: a keyed write (``portamem.keys``): an atomic upsert of (key_namespace, key)
+    #: a keyed write (``portamem.portable.keys``): an atomic upsert of (key_namespace, key)
     key: str | None = Field(default=None, min_length=1, max_length=256)
     key_namespace: str | list[str] = Field(default="", max_length=1024)
 

@@ -4,7 +4,7 @@ Each record's search tokens (the project's own tokeniser, so Chinese is segmente
 as postings ``(tenant_id, user_id, term, record) -> (tf, doc_len)``; ``keyword_df`` counts per user
 and term how many records hold it, and ``keyword_users`` holds each user's record count and total
 length. A search reads only the postings of its own terms for its own user, and scores them with the
-same formula and statistics as :func:`portamem.retrieval.bm25_idf` and the read path's scorer, so its
+same formula and statistics as :func:`portamem.read.candidates.bm25_idf` and the read path's scorer, so its
 top k is the exact per-user BM25 top k. Every change happens in the caller's transaction.
 
 A record also has a posting under the empty term (never a search token), which remembers its length

@@ -60,7 +60,7 @@ memories = sa.Table(
     # the vector-index outbox: 1 indexed; 0 the index may not reflect this row yet; -1 a new row that
     # still needs its embedding, trust review and dedupe (the background indexer's queue)
     sa.Column("indexed", sa.Integer, nullable=False, default=0),
-    # keyed memories (portamem.keys): NULL key for unkeyed ones, which the unique index never compares
+    # keyed memories (portamem.portable.keys): NULL key for unkeyed ones, which the unique index never compares
     sa.Column("key_namespace", sa.String(1024)),
     sa.Column("key", sa.String(256)),
     sa.Index("ix_memories_scope", "tenant_id", "user_id", "status", "type"),

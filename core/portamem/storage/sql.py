@@ -19,7 +19,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ..audit import current_actor
+from .actor import current_actor
 from ..entities import normalize_entity
 from ..errors import StoreError, StoreOpenError
 from ..filters import SearchFilters
@@ -339,6 +339,15 @@ class RecordStore:
                 out.update(r[0] for r in conn.execute(q))
         return out
 
+    def arrival(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """Commit order of the rows (their primary key), for "the newest acknowledged value wins"."""
+        ids, out = list(dict.fromkeys(memory_ids)), {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 500):
+                q = sa.select(memories.c.memory_id, memories.c.pk).where(memories.c.memory_id.in_(ids[start:start + 500]))
+                out.update((r[0], int(r[1])) for r in conn.execute(q))
+        return out
+
     def count(self, tenant_id: str | None = None, user_id: str | None = None, filters: SearchFilters | None = None) -> int:
         q = sa.select(sa.func.count()).select_from(memories)
         if tenant_id is not None:
@@ -604,6 +613,24 @@ class RecordStore:
             ]
 
     # ---------------------------------------------------------------- retrieval log
+    def record_access(self, touches: Sequence[dict[str, Any]]) -> None:
+        """Count uses: each row (tenant_id, memory_id, n, ts) adds n to access_count and moves
+        last_accessed_at forward to ts (never back), in one statement for the batch. No index changes:
+        neither the keyword nor the vector index holds these fields."""
+        if not touches:
+            return
+        c = memories.c
+        last = sa.func.coalesce(c.last_accessed_at, 0.0)
+        stmt = (
+            memories.update()
+            .where(c.tenant_id == sa.bindparam("t_tenant"), c.memory_id == sa.bindparam("t_id"))
+            .values(access_count=c.access_count + sa.bindparam("t_n"),
+                    last_accessed_at=sa.case((last > sa.bindparam("t_ts"), last), else_=sa.bindparam("t_ts")))
+        )
+        with self.transaction() as conn:
+            conn.execute(stmt, [{"t_tenant": r["tenant_id"], "t_id": r["memory_id"], "t_n": int(r["n"]),
+                                 "t_ts": float(r["ts"])} for r in touches])
+
     def log_retrievals(self, rows: Sequence[dict[str, Any]], *, keep: int | None = None) -> None:
         """Append retrieval rows (ts, search_id, tenant_id, user_id, memory_id, rank, score, query).
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import errors
-from .audit import AuditFinding
-from .explain import Explanation, Retrieval
-from .lifecycle import MaintenanceReport
-from .records import MemoryRecord, ScoreBreakdown, SearchHit, Turn, from_iso, to_iso
+from .. import errors
+from ..lifecycle.audit import AuditFinding
+from ..lifecycle.explain import Explanation, Retrieval
+from ..lifecycle.maintenance import MaintenanceReport
+from ..records import MemoryRecord, ScoreBreakdown, SearchHit, Turn, from_iso, to_iso
 
 __all__ = [
     "STATUS",

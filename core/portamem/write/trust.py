@@ -34,19 +34,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .config import DEFAULT_TRUST_FACTORS
-from .dedupe import _profile as text_profile
-from .dedupe import is_duplicate
-from .entities import normalize_entity
-from .errors import ValidationError
-from .pipeline import GuardVerdict, WriteContext
-from .records import TRUST_RANK, MemoryRecord, Status, Trust, to_iso, utcnow
-from .retrieval import _cosine, _triples_conflict
-
-if TYPE_CHECKING:
-    from .memory import Memory
+from ..components import Components
+from ..config import DEFAULT_TRUST_FACTORS
+from ..duplicates import is_duplicate, text_profile
+from ..entities import normalize_entity
+from ..errors import ValidationError
+from ..pipeline import GuardVerdict, WriteContext
+from ..records import TRUST_RANK, MemoryRecord, Status, Trust, to_iso, utcnow
+from ..statements import record_cosine, triples_conflict
 
 __all__ = [
     "CONTRADICTION_COSINE",
@@ -91,9 +88,9 @@ def is_independent(a: MemoryRecord, b: MemoryRecord) -> bool:
 
 def contradiction(new: MemoryRecord, old: MemoryRecord, cosine: float | None = None) -> str | None:
     """Why ``new`` contradicts ``old`` (a short phrase), or None. The rule is in the module docstring."""
-    if _triples_conflict(new, old):
+    if triples_conflict(new, old):
         return "another value of the same relation"
-    if (cosine if cosine is not None else _cosine(new, old)) < CONTRADICTION_COSINE:
+    if (cosine if cosine is not None else record_cosine(new, old)) < CONTRADICTION_COSINE:
         return None
     words_new, numbers_new, neg_new = text_profile(new.content)
     words_old, numbers_old, neg_old = text_profile(old.content)
@@ -119,7 +116,7 @@ def _conflicts(record: MemoryRecord, near: Sequence[tuple[MemoryRecord, float]])
 
 def _pending_match(record: MemoryRecord, pending: Sequence[MemoryRecord], threshold: float) -> MemoryRecord | None:
     for p in pending:
-        if "pending" in p.metadata.get("trust", {}) and is_duplicate(record.content, p.content, _cosine(record, p),
+        if "pending" in p.metadata.get("trust", {}) and is_duplicate(record.content, p.content, record_cosine(record, p),
                                                                       threshold):
             return p
     return None
@@ -130,7 +127,7 @@ def _repeats_active(record: MemoryRecord, near: Sequence[tuple[MemoryRecord, flo
                for old, score in near)
 
 
-def _neighbours(mem: Memory, records: Sequence[MemoryRecord],
+def _neighbours(parts: Components, records: Sequence[MemoryRecord],
                 hits: Mapping[str, Sequence[Any]]) -> dict[str, list[tuple[MemoryRecord, float]]]:
     """Each record's nearest stored active memories (``MilvusVectorIndex.nearest``) with their cosine."""
     out: dict[str, list[tuple[MemoryRecord, float]]] = {}
@@ -139,37 +136,37 @@ def _neighbours(mem: Memory, records: Sequence[MemoryRecord],
         scope = (r.tenant_id, r.user_id)
         if scope not in stored:
             ids = [h.memory_id for x in records if (x.tenant_id, x.user_id) == scope for h in hits.get(x.memory_id, [])]
-            stored[scope] = mem.store.get(*scope, ids)
+            stored[scope] = parts.store.get(*scope, ids)
         out[r.memory_id] = [(stored[scope][h.memory_id], h.score) for h in hits.get(r.memory_id, [])
                             if h.memory_id in stored[scope]]
     return out
 
 
-def review(mem: Memory, records: Sequence[MemoryRecord],
+def review(parts: Components, records: Sequence[MemoryRecord],
            near: Mapping[str, Sequence[Any]] | None = None) -> list[Confirmation]:
     """Set trust-driven statuses on a batch about to be stored (embeddings attached); see the rules above.
 
     ``near``: each record's nearest stored neighbours, when already looked up (else looked up here).
     Returns the stored PENDING memories this batch meets again; those records are not stored themselves.
     """
-    threshold = mem.settings.dedupe_threshold
+    threshold = parts.settings.dedupe_threshold
     confirmations: list[Confirmation] = []
     pending_by_user: dict[tuple[str, str], list[MemoryRecord]] = {}
     # quarantined records, or ones a guard already held back, are not reviewed
     todo = [r for r in records if r.status is Status.ACTIVE and r.embedding is not None]
     if near is None:
-        near = mem.vectors.nearest(todo, k=NEIGHBOURS) if todo else {}
-    neighbours = _neighbours(mem, todo, near)
+        near = parts.replica.nearest(todo, k=NEIGHBOURS) if todo else {}
+    neighbours = _neighbours(parts, todo, near)
     for record in todo:
         scope = (record.tenant_id, record.user_id)
         if scope not in pending_by_user:
-            pending_by_user[scope] = [p for p in mem.store.reviewed_pending(*scope)
+            pending_by_user[scope] = [p for p in parts.store.reviewed_pending(*scope)
                                       if p.key is None]  # a keyed memory is never another's sighting
         match = _pending_match(record, pending_by_user[scope], threshold)
         if match is not None:  # a contradiction ends by a person or a high-trust source, not by repetition
             ends = match.metadata["trust"]["pending"] == "low trust" or record.trust is Trust.HIGH
             confirmed = ends and is_independent(match, record)
-            held = _guard_again(mem, match) if confirmed else None
+            held = _guard_again(parts, match) if confirmed else None
             confirmations.append(Confirmation(match, record, confirmed and held is None, held))
             continue
         if TRUST_RANK[record.trust] < TRUST_RANK[Trust.HIGH]:
@@ -191,15 +188,15 @@ def review(mem: Memory, records: Sequence[MemoryRecord],
     return confirmations
 
 
-def _guard_again(mem: Memory, pending: MemoryRecord) -> GuardVerdict | None:
+def _guard_again(parts: Components, pending: MemoryRecord) -> GuardVerdict | None:
     """The guards' verdict on a pending memory a repeat would activate, as from its own source; None: clean."""
-    ctx = WriteContext(tenant_id=pending.tenant_id, user_id=pending.user_id, settings=mem.settings,
+    ctx = WriteContext(tenant_id=pending.tenant_id, user_id=pending.user_id, settings=parts.settings,
                        session_id=pending.session_id, agent_id=pending.agent_id, source=pending.source, explicit=False)
-    verdict = mem.hooks.guard(pending, ctx)
+    verdict = parts.hooks.guard(pending, ctx)
     return None if verdict.action == "allow" else verdict
 
 
-def apply_confirmations(mem: Memory, conn: Any, confirmations: Sequence[Confirmation]) -> None:
+def apply_confirmations(parts: Components, conn: Any, confirmations: Sequence[Confirmation]) -> None:
     """Write what ``review`` decided for stored memories: one more sighting, and activation if confirmed."""
     for c in confirmations:
         p = c.pending
@@ -209,11 +206,11 @@ def apply_confirmations(mem: Memory, conn: Any, confirmations: Sequence[Confirma
             p.status = Status.QUARANTINED
             p.metadata["guard"] = {"action": "quarantine", "reason": c.quarantine.reason, "guard": c.quarantine.guard,
                                    "on": "repeat"}
-            mem.store.update_fields(conn, [p.memory_id], reindex=True, status=p.status.value, frequency=p.frequency,
-                                    updated_at=p.updated_at.timestamp(), metadata=p.metadata)
-            mem.store.audit(conn, "quarantine", tenant_id=p.tenant_id, user_id=p.user_id, memory_id=p.memory_id,
-                            detail={"by_session": c.by.session_id, "by_source": c.by.source.value,
-                                    "guard": p.metadata["guard"]})
+            parts.store.update_fields(conn, [p.memory_id], reindex=True, status=p.status.value, frequency=p.frequency,
+                                      updated_at=p.updated_at.timestamp(), metadata=p.metadata)
+            parts.store.audit(conn, "quarantine", tenant_id=p.tenant_id, user_id=p.user_id, memory_id=p.memory_id,
+                              detail={"by_session": c.by.session_id, "by_source": c.by.source.value,
+                                      "guard": p.metadata["guard"]})
             continue
         if TRUST_RANK[c.by.trust] > TRUST_RANK[p.trust]:  # a more trusted source vouches for it
             p.trust = c.by.trust
@@ -221,15 +218,16 @@ def apply_confirmations(mem: Memory, conn: Any, confirmations: Sequence[Confirma
             p.status = Status.ACTIVE
             p.metadata.setdefault("trust", {})["confirmed_by"] = {
                 "memory": c.by.memory_id, "session_id": c.by.session_id, "source": c.by.source.value}
-        mem.store.update_fields(conn, [p.memory_id], reindex=True, status=p.status.value, frequency=p.frequency,
-                                trust=p.trust.value, updated_at=p.updated_at.timestamp(), metadata=p.metadata)
-        mem.store.audit(conn, "confirm" if c.confirmed else "repeat", tenant_id=p.tenant_id, user_id=p.user_id,
-                        memory_id=p.memory_id, detail={"by_session": c.by.session_id, "by_source": c.by.source.value,
-                                                       "frequency": p.frequency})
+        parts.store.update_fields(conn, [p.memory_id], reindex=True, status=p.status.value, frequency=p.frequency,
+                                  trust=p.trust.value, updated_at=p.updated_at.timestamp(), metadata=p.metadata)
+        parts.store.audit(conn, "confirm" if c.confirmed else "repeat", tenant_id=p.tenant_id, user_id=p.user_id,
+                          memory_id=p.memory_id, detail={"by_session": c.by.session_id, "by_source": c.by.source.value,
+                                                         "frequency": p.frequency})
 
 
-def confirm(mem: Memory, record: MemoryRecord) -> MemoryRecord:
-    """Activate a PENDING memory after review (``Memory.confirm_memory``); an active one is returned as is."""
+def confirm(parts: Components, record: MemoryRecord) -> MemoryRecord:
+    """Activate a PENDING memory after review (``Memory.confirm_memory``); an active one is returned as is.
+    The caller brings the index in line (the record is queued for it)."""
     if record.status is Status.ACTIVE:
         return record
     if record.status is not Status.PENDING:
@@ -239,11 +237,10 @@ def confirm(mem: Memory, record: MemoryRecord) -> MemoryRecord:
     record.status = Status.ACTIVE
     record.updated_at = utcnow()
     record.metadata.setdefault("trust", {})["confirmed_by"] = {"api": to_iso(record.updated_at)}
-    mem._attach_embeddings([record])
-    with mem.store.transaction() as conn:
-        mem.store.update_fields(conn, [record.memory_id], reindex=True, status=record.status.value,
-                                updated_at=record.updated_at.timestamp(), metadata=record.metadata)
-        mem.store.audit(conn, "confirm", tenant_id=record.tenant_id, user_id=record.user_id,
-                        memory_id=record.memory_id, detail={"by": "api", "frequency": record.frequency})
-    mem._index_records([record])
+    parts.attach_embeddings([record])
+    with parts.store.transaction() as conn:
+        parts.store.update_fields(conn, [record.memory_id], reindex=True, status=record.status.value,
+                                  updated_at=record.updated_at.timestamp(), metadata=record.metadata)
+        parts.store.audit(conn, "confirm", tenant_id=record.tenant_id, user_id=record.user_id,
+                          memory_id=record.memory_id, detail={"by": "api", "frequency": record.frequency})
     return record

@@ -1,13 +1,13 @@
 """Supersession: a new value of a single-valued attribute replaces the old one, which is kept as history.
 
 "My budget is 5000" then "my budget is 8000": both statements carry the triple (user, my budget, _)
-from the extractor; the relation holds one value at a time (``single_valued``), so the one that
+from the extractor; the relation holds one value at a time (``portamem.statements.single_valued``), so the one that
 arrived last (commit order, the outbox's ``pk``, whatever order indexers settle them in) stays ACTIVE
 and the other becomes SUPERSEDED with ``superseded_by`` pointing at it. A superseded memory is never
 recalled or purged; ``list_memories(filters={"statuses": ["superseded"]})``, ``history`` and
 ``explain`` show it.
 
-It is decided in the indexer's review (``portamem.indexer.settle``), under the Memory lock, against
+It is decided in the indexer's review (``portamem.background.indexer.settle``), under the store's lock, against
 the nearest stored neighbours the review already looks up and the earlier rows of the same batch.
 
 With a merger plugin (``portamem_merge_statements``, e.g. an LLM), the pair also yields one merged
@@ -21,45 +21,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import sqlalchemy as sa
+from ..components import Components
+from ..entities import normalize_entity
+from ..filters import SearchFilters
+from ..pipeline import WriteContext
+from ..records import MemoryRecord, Status, utcnow
+from ..statements import ATTRIBUTE_PREFIXES, attributes
+from ..text import tokenize
+from .save import screen
 
-from .entities import normalize_entity
-from .filters import SearchFilters
-from .pipeline import WriteContext
-from .records import MemoryRecord, Status, utcnow
-from .text import tokenize
+__all__ = ["Supersessions", "supersede", "PENDING_KEY"]
 
-if TYPE_CHECKING:
-    from .memory import Memory
-
-__all__ = ["SINGLE_VALUED", "single_valued", "attributes", "Supersessions", "supersede"]
-
-#: relations of the rule extractor that hold one value at a time
-SINGLE_VALUED = frozenset({"name", "lives_in", "works_at"})
-#: relations named after the attribute a statement gives the value of ("my budget is ...", "我的预算是...")
-_ATTRIBUTE_PREFIXES = ("my ", "我的")
 #: metadata key of a merged statement waiting for its entity
 PENDING_KEY = "merged_pending"
 
 
-def single_valued(relation: str) -> bool:
-    return relation in SINGLE_VALUED or relation.startswith(_ATTRIBUTE_PREFIXES)
-
-
-def attributes(record: MemoryRecord) -> dict[tuple[str, str], str]:
-    """(subject, relation) -> value of the record's single-valued triples, normalised."""
-    out: dict[tuple[str, str], str] = {}
-    for triple in record.triples:
-        if len(triple) >= 3 and single_valued(str(triple[1])):
-            out[(normalize_entity(str(triple[0])), str(triple[1]).casefold())] = normalize_entity(str(triple[2]))
-    return out
+def _unprefixed(relation: str) -> str:
+    for prefix in ATTRIBUTE_PREFIXES:
+        relation = relation.removeprefix(prefix)
+    return relation
 
 
 def _topics(record: MemoryRecord) -> list[str]:
     """What a merged statement waits to hear again: its entities and the words naming its attributes."""
-    words = [w for (_, rel) in attributes(record) for w in tokenize(rel.removeprefix("my ").removeprefix("我的"))]
+    words = [w for (_, rel) in attributes(record) for w in tokenize(_unprefixed(rel))]
     return list(dict.fromkeys([normalize_entity(e) for e in record.entities] + words))
 
 
@@ -80,7 +67,7 @@ class Supersessions:
         out.update((r.memory_id, r) for r in [*self.activated, *self.retired])
         return list(out.values())
 
-    def write(self, mem: Memory, conn: Any, batch: set[str]) -> None:
+    def write(self, parts: Components, conn: Any, batch: set[str]) -> None:
         """Commit the decisions in the indexer's transaction; the batch's own rows are written by the
         review already (their status and ``superseded_by``), so only their ``supersedes`` is left."""
         now = utcnow()
@@ -90,9 +77,9 @@ class Supersessions:
             if r.memory_id not in batch:
                 values.update(status=r.status.value, superseded_by=r.superseded_by, metadata=r.metadata,
                               updated_at=now.timestamp())
-            mem.store.update_fields(conn, [r.memory_id], reindex=False, **values)
+            parts.store.update_fields(conn, [r.memory_id], reindex=False, **values)
         if self.merged:
-            mem.store.insert(conn, self.merged)  # embedded by the indexer's next batch, indexed when active
+            parts.store.insert(conn, self.merged)  # embedded by the indexer's next batch, indexed when active
         for newer, older in self.pairs:
             rows.append({"action": "supersede", "tenant_id": older.tenant_id, "user_id": older.user_id,
                          "memory_id": older.memory_id,
@@ -106,29 +93,17 @@ class Supersessions:
         for m in self.retired:
             rows.append({"action": "merge_retired", "tenant_id": m.tenant_id, "user_id": m.user_id,
                          "memory_id": m.memory_id, "detail": {"superseded_by": m.superseded_by}})
-        mem.store.audit_many(conn, rows)
+        parts.store.audit_many(conn, rows)
 
 
-def _arrival(mem: Memory, memory_ids: Sequence[str]) -> dict[str, int]:
-    """Commit order of the rows (their primary key): the newest acknowledged value wins."""
-    from .storage.schema import memories
-
-    ids = list(dict.fromkeys(memory_ids))
-    if not ids:
-        return {}
-    with mem.store.engine.connect() as conn:
-        return {r[0]: int(r[1]) for r in conn.execute(
-            sa.select(memories.c.memory_id, memories.c.pk).where(memories.c.memory_id.in_(ids)))}
-
-
-def supersede(mem: Memory, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]]) -> Supersessions:
+def supersede(parts: Components, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]]) -> Supersessions:
     """Review a batch's surviving rows (status set by trust and dedupe already) for new values.
 
     ``near`` holds each row's nearest stored neighbours and the earlier rows of its batch and user.
     Rows are changed in place; the caller commits ``Supersessions.write`` with the batch.
     """
     out = Supersessions()
-    if not mem.settings.supersede:
+    if not parts.settings.supersede:
         return out
     fresh = [r for r in records if r.status is Status.ACTIVE and r.key is None]
     if not fresh:
@@ -138,16 +113,16 @@ def supersede(mem: Memory, records: Sequence[MemoryRecord], near: Mapping[str, l
     for r in fresh:
         by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
     for (tenant_id, user_id), group in by_scope.items():
-        _wake_merged(mem, tenant_id, user_id, group, out)
+        _wake_merged(parts, tenant_id, user_id, group, out)
         with_values = [r for r in group if attributes(r)]
         if not with_values:
             continue
         ids = [h.memory_id for r in with_values for h in near.get(r.memory_id, [])]
-        stored = {**mem.store.get(tenant_id, user_id, [i for i in ids if i not in batch]),
+        stored = {**parts.store.get(tenant_id, user_id, [i for i in ids if i not in batch]),
                   **{i: batch[i] for i in ids if i in batch}}
         # the rows the wake-up changed, as changed (their stored copies are out of date)
         stored.update((m.memory_id, m) for m in out.changed if (m.tenant_id, m.user_id) == (tenant_id, user_id))
-        order = _arrival(mem, [r.memory_id for r in with_values] + list(stored))
+        order = parts.store.arrival([r.memory_id for r in with_values] + list(stored))
         for m in out.activated:  # a merged statement stands where the statement it came from arrived
             order[m.memory_id] = order.get(str(m.supersedes), order.get(m.memory_id, 0))
         for record in with_values:
@@ -171,21 +146,21 @@ def supersede(mem: Memory, records: Sequence[MemoryRecord], near: Mapping[str, l
                     out.retired.append(older)
                 else:
                     out.pairs.append((newer, older))
-                    merged = _merged(mem, older, newer)
+                    merged = _merged(parts, older, newer)
                     if merged is not None:
                         out.merged.append(merged)
     return out
 
 
-def _merged(mem: Memory, older: MemoryRecord, newer: MemoryRecord) -> MemoryRecord | None:
+def _merged(parts: Components, older: MemoryRecord, newer: MemoryRecord) -> MemoryRecord | None:
     """The merger plugins' one statement for the pair, as a PENDING record, or None (no merger)."""
-    ctx = WriteContext(tenant_id=newer.tenant_id, user_id=newer.user_id, settings=mem.settings,
+    ctx = WriteContext(tenant_id=newer.tenant_id, user_id=newer.user_id, settings=parts.settings,
                        session_id=newer.session_id, agent_id=newer.agent_id, source=newer.source)
-    text = mem.hooks.merge_statements(older, newer, ctx)
+    text = parts.hooks.merge_statements(older, newer, ctx)
     if not text:
         return None
     merged = MemoryRecord(
-        content=text.strip()[: mem.settings.max_content_chars], user_id=newer.user_id, tenant_id=newer.tenant_id,
+        content=text.strip()[: parts.settings.max_content_chars], user_id=newer.user_id, tenant_id=newer.tenant_id,
         session_id=newer.session_id, agent_id=newer.agent_id, type=newer.type, kind=newer.kind,
         entities=list(dict.fromkeys(newer.entities + older.entities + _topics(newer))), triples=[list(t) for t in newer.triples],
         importance=newer.importance, importance_band=newer.importance_band, half_life_days=newer.half_life_days,
@@ -193,24 +168,22 @@ def _merged(mem: Memory, older: MemoryRecord, newer: MemoryRecord) -> MemoryReco
     )
     merged.metadata[PENDING_KEY] = {"merges": [older.memory_id, newer.memory_id], "waits_for": _topics(newer),
                                     "reason": "a merged statement waits until its entity is mentioned again"}
-    from .writing import screen  # the merged text goes through the guard and redaction like any write
-
-    screen(mem, merged, ctx)
+    screen(parts, merged, ctx)  # the merged text goes through the guard and redaction like any write
     return merged
 
 
-def _wake_merged(mem: Memory, tenant_id: str, user_id: str, group: Sequence[MemoryRecord],
+def _wake_merged(parts: Components, tenant_id: str, user_id: str, group: Sequence[MemoryRecord],
                  out: Supersessions) -> None:
     """Activate the user's merged statements whose entity or attribute a row of the batch names:
     the merged statement takes the place of the statement it was merged from."""
     probes = list(dict.fromkeys(w for r in group for w in
                                 [normalize_entity(e) for e in r.entities] + tokenize(r.content)))
-    found = mem.store.entity_search(tenant_id, user_id, probes, SearchFilters(statuses=(Status.PENDING,)), 20)
-    waiting = [m for m in mem.store.get(tenant_id, user_id, [i for i, _ in found]).values()
+    found = parts.store.entity_search(tenant_id, user_id, probes, SearchFilters(statuses=(Status.PENDING,)), 20)
+    waiting = [m for m in parts.store.get(tenant_id, user_id, [i for i, _ in found]).values()
                if PENDING_KEY in m.metadata and m.status is Status.PENDING and m.embedding is not None]
     if not waiting:
         return
-    current = mem.store.get(tenant_id, user_id, [m.metadata[PENDING_KEY]["merges"][1] for m in waiting])
+    current = parts.store.get(tenant_id, user_id, [m.metadata[PENDING_KEY]["merges"][1] for m in waiting])
     for merged in waiting:
         newer = current.get(merged.metadata[PENDING_KEY]["merges"][1])
         if newer is None or newer.status is not Status.ACTIVE:  # already outdated: never activated

@@ -1,5 +1,8 @@
 """When two memories are the same memory: near in embedding space AND saying the same words.
 
+The write path dedupes by this rule (``portamem.write.dedupe``), the read path collapses near-identical
+hits by it and maintenance consolidates by it.
+
 Cosine alone cannot tell "I like tea" from "I like coffee" (0.92 with multilingual-e5, and 0.95 for
 Monday vs Tuesday with USE), so a duplicate must also agree on its content words, its numbers and
 its negations. Paraphrases are kept as separate memories: losing a fact is worse than a duplicate.
@@ -12,7 +15,7 @@ from functools import lru_cache
 
 from .text import STOPWORDS, tokenize
 
-__all__ = ["is_duplicate", "MIN_TOKEN_JACCARD"]
+__all__ = ["is_duplicate", "text_profile", "MIN_TOKEN_JACCARD"]
 
 #: share of content words two texts must have in common to count as the same memory
 MIN_TOKEN_JACCARD = 0.8
@@ -29,7 +32,8 @@ _DIGITS = re.compile(r"\d")
 
 
 @lru_cache(maxsize=4096)
-def _profile(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+def text_profile(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(content words, numbers, negations) of a text."""
     tokens = set(tokenize(text, keep_stopwords=True))
     negations = frozenset(t for t in tokens if t in _NEGATIONS or t.endswith("n't"))
     numbers = frozenset(t for t in tokens if _DIGITS.search(t))
@@ -41,8 +45,8 @@ def is_duplicate(text_a: str, text_b: str, cosine: float, threshold: float) -> b
     """True when ``cosine >= threshold`` and the texts agree on content words, numbers and negation."""
     if cosine < threshold:
         return False
-    words_a, numbers_a, neg_a = _profile(text_a)
-    words_b, numbers_b, neg_b = _profile(text_b)
+    words_a, numbers_a, neg_a = text_profile(text_a)
+    words_b, numbers_b, neg_b = text_profile(text_b)
     if numbers_a != numbers_b or bool(neg_a) != bool(neg_b):
         return False
     union = words_a | words_b

@@ -2,8 +2,8 @@
 vector index follow in batches from the store's outbox (``memories.indexed``).
 
 A saved row is committed with ``indexed = REVIEW`` (keyword-searchable at once). The indexer embeds a
-batch outside the Memory lock, then under it reviews the batch against the index (trust rules,
-``portamem.trust``; a duplicate is merged into the older record, whose frequency it bumps, and the
+batch outside the store's lock, then under it reviews the batch against the index (trust rules,
+``portamem.write.trust``; a duplicate is merged into the older record, whose frequency it bumps, and the
 newer row is retired with ``superseded_by`` pointing at the older), writes the vector index and, in
 one transaction, the vectors, the decisions, their audit rows and ``indexed = 1``. The index is
 written before that commit, so a crash in between only repeats the batch: rows of the batch are never
@@ -18,19 +18,24 @@ import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import IndexingTimeoutError
-from .fresh import HandOver
-from .records import MemoryRecord, Status, utcnow
-from .storage.claims import OutboxClaims
-from .storage.schema import REVIEW, ts_of
-from .supersession import Supersessions, supersede
+import numpy as np
 
-if TYPE_CHECKING:
-    from .memory import Memory
+from ..components import Components
+from ..errors import IndexingTimeoutError
+from ..records import MemoryRecord, Status, utcnow
+from ..storage.claims import OutboxClaims
+from ..storage.schema import REVIEW, ts_of
+from ..storage.vectors import VectorHit
+from ..write import trust
+from ..write.dedupe import dedupe
+from ..write.save import unhold
+from ..write.supersession import Supersessions, supersede
+from .queued import HandOver
+from .upkeep import repair
 
-__all__ = ["Indexer", "IndexStats", "settle", "index_now", "reconcile", "repair", "reindex"]
+__all__ = ["Indexer", "IndexStats", "settle", "Outcome"]
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +67,8 @@ class IndexStats:
 class Indexer:
     """One daemon thread per Memory that drains the outbox; writers ``enqueue``, readers ``wait_*``."""
 
-    def __init__(self, mem: Memory, *, batch: int, poll_s: float = 1.0) -> None:
-        self._mem = mem
+    def __init__(self, parts: Components, *, batch: int, poll_s: float = 1.0) -> None:
+        self._parts = parts
         self._batch = max(1, batch)
         self._poll = poll_s
         self._cond = threading.Condition()
@@ -76,17 +81,17 @@ class Indexer:
         self._done: deque[tuple[float, int]] = deque()
         self._total = 0
         self._error: str | None = None
-        #: vectors searches computed for queued rows (``portamem.fresh``), taken instead of embedding again
+        #: vectors searches computed for queued rows (``portamem.background.queued``), taken instead of embedding again
         self.handover = HandOver()
         self._thread = threading.Thread(target=self._run, name="portamem-indexer", daemon=True)
         #: rows this indexer works on, where several processes share the outbox
-        self._claims = OutboxClaims(mem.store.engine)
+        self._claims = OutboxClaims(parts.store.engine)
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
         now = time.monotonic()
         with self._cond:
-            for memory_id, tenant_id, user_id in self._mem.store.outbox_keys():
+            for memory_id, tenant_id, user_id in self._parts.store.outbox_keys():
                 self._track(memory_id, (tenant_id, user_id), now)
         self._thread.start()
 
@@ -193,7 +198,7 @@ class Indexer:
     # ------------------------------------------------------------------ the thread
     def _run(self) -> None:
         try:
-            self._mem._repair_index()
+            repair(self._parts)
         except Exception as exc:  # the outbox still drains; the next open tries again
             log.exception("vector index repair failed")
             self._error = f"repair: {exc}"
@@ -208,7 +213,7 @@ class Indexer:
             try:
                 after = 0
                 while not self._stop:
-                    rows = self._mem.store.outbox(self._batch, after=after)
+                    rows = self._parts.store.outbox(self._batch, after=after)
                     if not rows:
                         break
                     after = rows[-1][0]
@@ -216,7 +221,7 @@ class Indexer:
                     held = held or len(mine) < len(rows)
                     try:
                         if self._claims.shared:  # ours alone, as they stand now that they are ours
-                            rows = self._mem.store.outbox(len(mine), pks=sorted(mine)) if mine else []
+                            rows = self._parts.store.outbox(len(mine), pks=sorted(mine)) if mine else []
                         if not rows:
                             continue
                         done, written = self._process(rows)
@@ -246,67 +251,60 @@ class Indexer:
                 self._drained = max(self._drained, round_id)
                 noted = list(self._pending)
             # rows another process's indexer settled on a shared store leave the queue by their state
-            done = self._mem.store.indexed_ids(noted) if noted else set()
+            done = self._parts.store.indexed_ids(noted) if noted else set()
             with self._cond:
                 self._settled(done)
                 self._cond.notify_all()
 
     def _process(self, rows: Sequence[tuple[int, int, MemoryRecord]]) -> tuple[list[str], int]:
         """Embed, review, index and commit one batch; returns the ids settled and how many rows it wrote."""
-        mem = self._mem
-        todo = [r for _, _, r in rows if _needs_vector(mem, r)]
+        parts = self._parts
+        todo = [r for _, _, r in rows if _needs_vector(parts, r)]
         offered = self.handover.take(todo)  # a search embedded these already
         vectors: dict[str, tuple[str, Any]] = {r.memory_id: (r.content, offered[r.memory_id])
                                                for r in todo if r.memory_id in offered}
         todo = [r for r in todo if r.memory_id not in offered]
         for lo in range(0, len(todo), _EMBED_CHUNK):  # outside the lock: writers and readers go on
             chunk = todo[lo:lo + _EMBED_CHUNK]
-            for r, v in zip(chunk, mem._embed([r.content for r in chunk])):
+            for r, v in zip(chunk, parts.embed([r.content for r in chunk])):
                 vectors[r.memory_id] = (r.content, v)
-        with mem._lock:
-            current = mem.store.outbox(len(rows), pks=[pk for pk, _, _ in rows])
+        with parts.lock:
+            current = parts.store.outbox(len(rows), pks=[pk for pk, _, _ in rows])
             if not current:  # indexed meanwhile by a synchronous change
                 return [r.memory_id for _, _, r in rows], 0
             records = [r for _, _, r in current]
             stale = []
             for r in records:
-                if _needs_vector(mem, r):
+                if _needs_vector(parts, r):
                     got = vectors.get(r.memory_id)
                     if got is not None and got[0] == r.content:
-                        _attach(mem, r, got[1])
+                        parts.attach(r, got[1])
                     else:  # changed while we embedded
                         stale.append(r)
             if stale:
-                for r, v in zip(stale, mem._embed([r.content for r in stale])):
-                    _attach(mem, r, v)
+                for r, v in zip(stale, parts.embed([r.content for r in stale])):
+                    parts.attach(r, v)
             embedded = [r for r in records if r.memory_id in vectors or any(r is s for s in stale)]
             review = [r for _, state, r in current if state == REVIEW]
-            outcome = settle(mem, review)
+            outcome = settle(parts, review)
             touched = {r.memory_id: r for r in records}
             touched.update((r.memory_id, r) for r in outcome.changed)
             upsert = [r for r in touched.values() if r.status is Status.ACTIVE]
             gone = [m for m, r in touched.items() if r.status is not Status.ACTIVE]
             if upsert:
-                mem.index.upsert(upsert)
+                parts.index.upsert(upsert)
             if gone:
-                mem.index.delete(gone)
-            with mem.store.transaction() as conn:
-                mem.store.set_embeddings(conn, embedded)
-                outcome.write(mem, conn)
-                mem.store.mark_indexed(list(touched), conn)
-            mem.vectors.apply(upsert, [touched[m] for m in gone])
+                parts.index.delete(gone)
+            with parts.store.transaction() as conn:
+                parts.store.set_embeddings(conn, embedded)
+                outcome.write(parts, conn)
+                parts.store.mark_indexed(list(touched), conn)
+            parts.replica.apply(upsert, [touched[m] for m in gone])
         return [r.memory_id for _, _, r in rows], len(current)
 
 
-def _needs_vector(mem: Memory, record: MemoryRecord) -> bool:
-    return record.status not in (Status.DELETED, Status.QUARANTINED) and (
-        record.embedding is None or record.embedding_model != mem.embedder.name)
-
-
-def _attach(mem: Memory, record: MemoryRecord, vector: Any) -> None:
-    record.embedding = [float(x) for x in vector]
-    record.embedding_model = mem.embedder.name
-    record.embedding_version = mem.embedder.version
+def _needs_vector(parts: Components, record: MemoryRecord) -> bool:
+    return record.status not in (Status.DELETED, Status.QUARANTINED) and parts.needs_vector(record)
 
 
 @dataclass
@@ -323,25 +321,23 @@ class Outcome:
         return [*self.reviewed, *(c.pending for c in self.confirmations), *(t for t, _ in self.merges),
                 *self.superseded.changed]
 
-    def write(self, mem: Memory, conn: Any) -> None:
-        from . import trust
-
+    def write(self, parts: Components, conn: Any) -> None:
         now = utcnow()
         for r in self.reviewed:  # statuses the review set (pending by trust), or a merge retired
-            mem.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value, metadata=r.metadata,
-                                    superseded_by=r.superseded_by, deleted_at=ts_of(r.deleted_at))
-        trust.apply_confirmations(mem, conn, self.confirmations)
+            parts.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value, metadata=r.metadata,
+                                      superseded_by=r.superseded_by, deleted_at=ts_of(r.deleted_at))
+        trust.apply_confirmations(parts, conn, self.confirmations)
         for target, duplicate in self.merges:
-            mem.store.update_fields(
+            parts.store.update_fields(
                 conn, [target.memory_id], reindex=False,
                 frequency=target.frequency, importance=target.importance,
                 importance_band=target.importance_band, type=target.type.value,
                 kind=target.kind, half_life_days=target.half_life_days, trust=target.trust.value,
                 updated_at=target.updated_at.timestamp(), metadata=target.metadata,
             )
-        self.superseded.write(mem, conn, {r.memory_id for r in self.reviewed})
+        self.superseded.write(parts, conn, {r.memory_id for r in self.reviewed})
         retired = [(c.pending, c.by) for c in self.confirmations] + self.merges
-        mem.store.audit_many(
+        parts.store.audit_many(
             conn,
             [{"action": "dedupe", "tenant_id": t.tenant_id, "user_id": t.user_id, "memory_id": t.memory_id,
               "detail": {"frequency": t.frequency, "session_id": d.session_id, "source": d.source.value,
@@ -354,10 +350,6 @@ class Outcome:
 def _with_earlier(records: Sequence[MemoryRecord], near: dict[str, list[Any]], k: int) -> dict[str, list[Any]]:
     """Add each record's earlier rows of the same batch and user to its stored neighbours: two saves
     in a row meet in one batch, and the second must see the first as the index would have."""
-    import numpy as np
-
-    from .storage.vectors import VectorHit
-
     by_scope: dict[Scope, list[MemoryRecord]] = {}
     for r in records:
         by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
@@ -373,25 +365,22 @@ def _with_earlier(records: Sequence[MemoryRecord], near: dict[str, list[Any]], k
     return out
 
 
-def settle(mem: Memory, records: Sequence[MemoryRecord]) -> Outcome:
+def settle(parts: Components, records: Sequence[MemoryRecord]) -> Outcome:
     """Trust review and dedupe of newly committed rows (embeddings attached) against the index.
 
     A row that repeats a stored PENDING memory, or duplicates an older memory, is retired into it
     (status deleted, ``superseded_by`` the older id); the older one counts the sighting. A row that
-    gives a new value of an attribute supersedes the older value (``portamem.supersession``).
+    gives a new value of an attribute supersedes the older value (``portamem.write.supersession``).
     """
-    from . import trust
-    from .writing import dedupe, unhold
-
     if not records:
         return Outcome([], [], [])
     for r in records:
         unhold(r)
     batch = {r.memory_id for r in records}
     active = [r for r in records if r.status is Status.ACTIVE]
-    near = mem.vectors.nearest(active, k=trust.NEIGHBOURS, exclude=batch) if active else {}
+    near = parts.replica.nearest(active, k=trust.NEIGHBOURS, exclude=batch) if active else {}
     near = _with_earlier(active, near, trust.NEIGHBOURS)
-    confirmations = trust.review(mem, records, near)
+    confirmations = trust.review(parts, records, near)
     retired = {c.by.memory_id for c in confirmations}
     merges: list[tuple[MemoryRecord, MemoryRecord]] = []
     by_scope: dict[Scope, list[MemoryRecord]] = {}
@@ -399,107 +388,10 @@ def settle(mem: Memory, records: Sequence[MemoryRecord]) -> Outcome:
         if r.memory_id not in retired:
             by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
     for group in by_scope.values():
-        merges.extend(dedupe(mem, group, near, batch={r.memory_id: r for r in records}))
+        merges.extend(dedupe(parts, group, near, batch={r.memory_id: r for r in records}))
     now = utcnow()
     for target, duplicate in [(c.pending, c.by) for c in confirmations] + merges:
         duplicate.status = Status.DELETED
         duplicate.superseded_by = target.memory_id
         duplicate.deleted_at = now
-    return Outcome(list(records), confirmations, merges, supersede(mem, records, near))
-
-
-# ---------------------------------------------------------------------- synchronous upkeep
-def index_now(mem: Memory, records: Sequence[MemoryRecord], deleted: Sequence[str] = ()) -> None:
-    """Bring the index in line after a committed change made under the Memory lock (refresh, forget,
-    update, restore, import); rows without a vector of this model are left to the background indexer.
-    A failure here is logged: the rows stay in the outbox and the indexer retries them."""
-    ready: list[MemoryRecord] = []
-    later: list[MemoryRecord] = []
-    for r in records:  # by identity: comparing records field by field made an import quadratic
-        (ready if r.status is not Status.ACTIVE or not _needs_vector(mem, r) else later).append(r)
-    try:
-        active = [r for r in ready if r.status is Status.ACTIVE]
-        gone = list(deleted) + [r.memory_id for r in ready if r.status is not Status.ACTIVE]
-        if active:
-            mem.index.upsert(active)
-        if gone:
-            mem.index.delete(gone)
-        mem.store.mark_indexed([r.memory_id for r in ready] + list(deleted))
-    except Exception:
-        log.exception("vector index update failed; the records are safe and the indexer retries them")
-        later = list(records)
-    else:
-        mem.vectors.apply(active, [r for r in ready if r.status is not Status.ACTIVE])
-        if deleted:
-            mem.vectors.forget(set(deleted))
-    if later:
-        mem.indexer.enqueue(later)
-
-
-def reconcile(mem: Memory, progress: Any = None) -> None:
-    """On open: reindex when the embedder changed (or refuse); the outbox drains in the background."""
-    from .errors import EmbeddingModelMismatchError
-
-    recorded = mem.store.get_meta("embedder")
-    if recorded is not None and recorded != mem.embedder.name:
-        if not mem.settings.auto_reindex:
-            raise EmbeddingModelMismatchError(
-                f"this store was indexed with {recorded!r} but the embedder is {mem.embedder.name!r}; "
-                "run `portamem reindex` or set auto_reindex"
-            )
-        log.warning("embedder changed from %s to %s: reindexing", recorded, mem.embedder.name)
-        reindex(mem, progress=progress)
-        return
-    with mem.store.transaction() as conn:
-        mem.store.set_meta(conn, "embedder", mem.embedder.name)
-
-
-def repair(mem: Memory) -> None:
-    """Make the index hold exactly the settled active rows when its count says it may not (a lost or
-    older index directory, a crash between an index write and its commit). Runs in the indexer."""
-    from .filters import SearchFilters
-
-    with mem._lock:
-        if mem.index.count() == mem.store.count(filters=SearchFilters()) and not mem.store.outbox_size():
-            return
-        log.warning("vector index disagrees with the records; repairing")
-        have = mem.index.ids()
-        mem.index.delete(have - mem.store.all_active_ids())
-        for records in mem.store.iter_vectors():
-            todo = [r for r in records if r.memory_id not in have]
-            if todo:
-                mem._attach_embeddings(todo)
-                mem.index.upsert(todo)
-        mem.index.flush()
-        mem.vectors.clear()
-
-
-def reindex(mem: Memory, *, progress: Any = None) -> int:
-    """Rebuild the vector index from the records (re-embedding any vector of another model); rows
-    still queued for review are left to the indexer."""
-    from .filters import SearchFilters
-
-    from .validation import SafeProgress
-
-    with mem._lock:
-        total = mem.store.count(filters=SearchFilters())
-        bar = SafeProgress(progress, total, "reindex")  # a failing factory fails before the index is dropped
-        mem.index.drop()
-        mem.vectors.clear()
-        done: list[str] = []
-        for records in mem.store.iter_vectors(batch=256):
-            stale = [r for r in records if r.embedding is None or r.embedding_model != mem.embedder.name]
-            if stale:
-                mem._attach_embeddings(stale)
-                with mem.store.transaction() as conn:
-                    mem.store.set_embeddings(conn, stale)
-            mem.index.upsert(records)
-            done.extend(r.memory_id for r in records)
-            bar.update(len(records))
-        bar.close()
-        with mem.store.transaction() as conn:
-            mem.store.set_meta(conn, "embedder", mem.embedder.name)
-            mem.store.audit(conn, "reindex", tenant_id=mem.tenant_id, user_id=None, detail={"records": len(done)})
-            mem.store.mark_indexed(done, conn)
-        mem.index.flush()
-        return len(done)
+    return Outcome(list(records), confirmations, merges, supersede(parts, records, near))

@@ -3,7 +3,7 @@
 milvus-lite scans every row of a partition in Python on each search (75-90 ms at 100k rows); the
 same exact answer from one matrix product takes about a millisecond. A user's vectors are loaded
 lazily from the record store (the source of truth) on their first search, kept current by the
-indexer and the synchronous write paths (both under the Memory lock), and bounded by
+indexer and the synchronous write paths (both under the store's lock), and bounded by
 ``Settings.replica_budget_mb`` with least-recently-used users dropped first. A user who does not fit,
 and every user when the budget is 0, is served by the Milvus index, which stays the durable index.
 """
@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .filters import SearchFilters
-from .records import MemoryRecord, MemoryType, Source, Trust
-from .storage.sql import RecordStore
-from .storage.vectors import MilvusVectorIndex, VectorHit, opt_key
+from ..filters import SearchFilters
+from ..records import MemoryRecord, MemoryType, Source, Trust
+from ..storage.sql import RecordStore
+from ..storage.vectors import MilvusVectorIndex, VectorHit, opt_key
 
 __all__ = ["UserVectors", "VectorReader"]
 
@@ -190,7 +190,7 @@ class VectorReader:
         self.model = index.model
         self.dim = index.dim
         self.budget = int(budget_mb * 2**20)
-        self._lock = lock  # the Memory lock: loads and updates never interleave with a write
+        self._lock = lock  # the store's lock: loads and updates never interleave with a write
         self._users: OrderedDict[Scope, UserVectors] = OrderedDict()
         self._too_big: dict[Scope, int] = {}
         self._used = 0

@@ -18,17 +18,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 if TYPE_CHECKING:
-    from .embeddings import Embedder
+    from ..embeddings import Embedder
 
-__all__ = ["SPAN", "Calibration", "CALIBRATIONS", "calibration_for", "vector_score", "measure_background"]
+__all__ = ["SPAN", "Calibration", "CalibrationSet", "CALIBRATIONS", "calibration_for", "vector_score",
+           "measure_background"]
 
 log = logging.getLogger(__name__)
 
@@ -87,29 +87,34 @@ def vector_score(cosine: Any, calibration: Calibration, span: float = SPAN) -> A
     return np.clip((cosine - calibration.mean) / (span * calibration.std), 0.0, 1.0)
 
 
-def measure_background(
-    path: str | Path, embedder: Embedder, *, conversations: Sequence[int] = (0, 1, 2)
-) -> dict[str, Any]:
-    """Measure a model's background on a LoCoMo file: every question of ``conversations`` against
-    every turn of the *other* conversations (nothing there is about the question), and, for
-    reference, the cosine of each question to its own evidence turns."""
-    from .evaluation import load_locomo
+@dataclass(frozen=True)
+class CalibrationSet:
+    """One conversation for ``measure_background``: its questions, its passages, and for each question
+    the indices of the passages that answer it. Nothing in the other sets is about its questions."""
 
-    convs = load_locomo(path)
-    bad = [i for i in conversations if not 0 <= i < len(convs)]
-    if bad or len(convs) < 2:
-        raise ValidationError(f"need at least two conversations and valid numbers, got {list(conversations)}")
-    passages = [embedder.embed([t.content for t in c.turns], kind="passage") for c in convs]
+    questions: Sequence[str]
+    passages: Sequence[str]
+    evidence: Sequence[Sequence[int]]
+
+
+def measure_background(sets: Sequence[CalibrationSet], embedder: Embedder, *,
+                       use: Sequence[int] = (0, 1, 2)) -> dict[str, Any]:
+    """Measure a model's background: every question of the sets ``use`` names against every passage
+    of the *other* sets (nothing there is about the question), and, for reference, the cosine of
+    each question to its own evidence passages. ``portamem calibrate`` feeds it LoCoMo conversations."""
+    bad = [i for i in use if not 0 <= i < len(sets)]
+    if bad or len(sets) < 2:
+        raise ValidationError(f"need at least two conversations and valid numbers, got {list(use)}")
+    passages = [embedder.embed(list(c.passages), kind="passage") for c in sets]
     background: list[np.ndarray] = []
     relevant: list[float] = []
-    for i in conversations:
-        conv = convs[i]
-        queries = embedder.embed([q.question for q in conv.questions], kind="query")
-        background.extend((queries @ passages[j].T).ravel() for j in range(len(convs)) if j != i)
-        where = {t.dia_id: n for n, t in enumerate(conv.turns)}
+    for i in use:
+        conv = sets[i]
+        queries = embedder.embed(list(conv.questions), kind="query")
+        background.extend((queries @ passages[j].T).ravel() for j in range(len(sets)) if j != i)
         own = queries @ passages[i].T
-        for n, q in enumerate(conv.questions):
-            relevant.extend(float(own[n, where[e]]) for e in q.evidence)
+        for n, answers in enumerate(conv.evidence):
+            relevant.extend(float(own[n, e]) for e in answers)
     bg = np.concatenate(background)
     rel = np.asarray(relevant)
     quantiles = (0.5, 0.9, 0.99, 0.999)

@@ -14,18 +14,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from .filters import SearchFilters
-from .records import MemoryRecord
+from ..filters import SearchFilters
+from ..records import MemoryRecord
+from ..storage.sql import RecordStore
 
-if TYPE_CHECKING:
-    from .indexer import Indexer
-    from .storage.sql import RecordStore
-
-__all__ = ["HandOver", "queued_vectors"]
+__all__ = ["HandOver", "Queue", "queued_vectors"]
 
 #: the most queued rows of one user a search scores itself; the others wait for the index
 MAX_QUEUED = 256
@@ -67,7 +64,15 @@ class HandOver:
         return len(self._items)
 
 
-def queued_vectors(store: RecordStore, indexer: Indexer, embed: Callable[[list[str]], np.ndarray],
+class Queue(Protocol):
+    """The indexer as a search sees it: which rows of a user wait, and the vectors handed over."""
+
+    handover: HandOver
+
+    def queued(self, scope: tuple[str, str]) -> list[str]: ...
+
+
+def queued_vectors(store: RecordStore, indexer: Queue, embed: Callable[[list[str]], np.ndarray],
                    model: str, tenant_id: str, user_id: str, filters: SearchFilters) -> dict[str, np.ndarray]:
     """Vectors (float32) of one user's rows still queued for the index that ``filters`` admit: stored
     ones of ``model``, else handed over by an earlier search, else embedded now (and handed over)."""

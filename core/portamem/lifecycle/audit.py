@@ -9,35 +9,19 @@ memory beside them, each with its reasons.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .errors import ValidationError
-from .filters import SearchFilters
-from .records import MemoryRecord, Status, Trust, to_iso
+from ..errors import ValidationError
+from ..filters import SearchFilters
+from ..records import MemoryRecord, Status, Trust, to_iso
 
 if TYPE_CHECKING:
-    from .storage.sql import RecordStore
+    from ..storage.sql import RecordStore
 
-__all__ = ["AuditFinding", "audit_scan", "sharp_rises", "current_actor", "acting_as"]
-
-#: who the audit rows written in this context name as their actor: "api" in-process, the API key id
-#: under ``portamem serve`` (threads started with ``asyncio.to_thread`` inherit it)
-current_actor: ContextVar[str] = ContextVar("portamem_actor", default="api")
-
-
-@contextmanager
-def acting_as(actor: str) -> Iterator[None]:
-    """Audit every row written inside the block with ``actor``."""
-    token = current_actor.set(actor)
-    try:
-        yield
-    finally:
-        current_actor.reset(token)
+__all__ = ["AuditFinding", "audit_scan", "sharp_rises"]
 
 #: audit actions that report a memory's frequency after the event
 _FREQUENCY_ACTIONS = ("dedupe", "confirm", "repeat")

@@ -27,18 +27,17 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-from . import validation as check
-from .errors import ImportFormatError, PortamemError, StoreError, ValidationError
-from .filters import SearchFilters
-from .keys import check_key, join_namespace
-from .privacy import redact_turn
-from .records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, Source, Status, Turn, from_iso, utcnow
-from .writing import screen, stricter, write_context
-
-if TYPE_CHECKING:
-    from .memory import Memory, ProgressFactory
+from ..background.upkeep import index_now
+from ..components import Components
+from ..errors import ImportFormatError, PortamemError, StoreError, ValidationError
+from ..filters import SearchFilters
+from ..records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, Source, Status, Turn, from_iso, utcnow
+from ..write import validation as check
+from ..write.privacy import redact_turn
+from ..write.save import screen, stricter, write_context
+from ..write.validation import ProgressFactory, check_key, join_namespace
 
 __all__ = ["export_jsonl", "export_lines", "import_jsonl", "parse_export", "EXPORT_FORMAT", "EXPORT_VERSION", "IMPORTED_ID_KEY"]
 
@@ -51,7 +50,7 @@ _CONFLICTS = ("error", "skip", "replace")
 
 # ---------------------------------------------------------------------------- export
 def export_jsonl(
-    mem: Memory,
+    parts: Components,
     fp: IO[str] | str | Path,
     *,
     user_id: str | None = None,
@@ -63,16 +62,15 @@ def export_jsonl(
 
     To a path, atomically (temporary file, fsync, rename); to a stream, line by line.
     """
-    mem._check_open()
-    tenant_id = check.check_tenant(mem.settings, tenant_id, mem.tenant_id)
-    user_id = check.check_id(mem.settings, "user_id", user_id, optional=True)
+    tenant_id = check.check_tenant(parts.settings, tenant_id, parts.tenant_id)
+    user_id = check.check_id(parts.settings, "user_id", user_id, optional=True)
     include_embeddings = check.check_flag("include_embeddings", include_embeddings)
     include_deleted = check.check_flag("include_deleted", include_deleted)
     if isinstance(fp, str) and not fp.strip():
         raise ValidationError("export needs a file path, got an empty string")
     if not isinstance(fp, (str, Path)) and not callable(getattr(fp, "write", None)):
         raise ValidationError(f"export needs a path or a text stream, got {type(fp).__name__}")
-    records, lines = _export_lines(mem, tenant_id, user_id, include_embeddings, include_deleted)
+    records, lines = _export_lines(parts, tenant_id, user_id, include_embeddings, include_deleted)
     if isinstance(fp, (str, Path)):
         _write_atomically(Path(fp), lines)
     else:
@@ -82,17 +80,17 @@ def export_jsonl(
 
 
 def _export_lines(
-    mem: Memory, tenant_id: str, user_id: str | None, include_embeddings: bool, include_deleted: bool
+    parts: Components, tenant_id: str, user_id: str | None, include_embeddings: bool, include_deleted: bool
 ) -> tuple[int, Iterator[tuple[str, bytes]]]:
     statuses = tuple(Status) if include_deleted else (Status.ACTIVE, Status.PENDING, Status.QUARANTINED)
-    records = mem.store.list(tenant_id, user_id, SearchFilters(statuses=statuses))
+    records = parts.store.list(tenant_id, user_id, SearchFilters(statuses=statuses))
     owners = sorted({r.user_id for r in records} | ({user_id} if user_id else set()))
     turns = [{"tenant_id": tenant_id, "user_id": uid, "session_id": sid, "user": t.user, "assistant": t.assistant,
               "created_at": t.created_at.isoformat(), "metadata": t.metadata}
-             for uid in owners for sid in mem.store.session_ids(tenant_id, uid)
-             for t in mem.store.turns(tenant_id, uid, sid)]
-    header = {"tenant_id": tenant_id, "user_id": user_id, "embedding_model": mem.embedder.name,
-              "embedding_dim": mem.embedder.dim, "exported_at": utcnow().isoformat()}
+             for uid in owners for sid in parts.store.session_ids(tenant_id, uid)
+             for t in parts.store.turns(tenant_id, uid, sid)]
+    header = {"tenant_id": tenant_id, "user_id": user_id, "embedding_model": parts.embedder.name,
+              "embedding_dim": parts.embedder.dim, "exported_at": utcnow().isoformat()}
     return len(records), _encoded(header, (r.to_dict(include_embedding=include_embeddings) for r in records),
                                   len(records), turns)
 
@@ -162,7 +160,7 @@ def _write_atomically(path: Path, lines: Iterable[tuple[str, bytes]]) -> None:
 
 # ---------------------------------------------------------------------------- import
 def import_jsonl(
-    mem: Memory,
+    parts: Components,
     fp: IO[str] | IO[bytes] | str | Path,
     *,
     tenant_id: str | None = None,
@@ -177,10 +175,9 @@ def import_jsonl(
     restore of one's own backup: the file's source, trust and status are kept (guard and redaction
     still apply).
     """
-    mem._check_open()
     if on_conflict not in _CONFLICTS:
         raise ValidationError("on_conflict must be 'error', 'skip' or 'replace'")
-    tenant_id = check.check_id(mem.settings, "tenant_id", tenant_id, optional=True)
+    tenant_id = check.check_id(parts.settings, "tenant_id", tenant_id, optional=True)
     progress = check.check_progress(progress)
     trusted = check.check_flag("trusted", trusted)
     if isinstance(fp, (str, Path)):
@@ -190,27 +187,27 @@ def import_jsonl(
             raise ImportFormatError(f"cannot read {fp!r}: {exc}") from exc
         with handle:
             try:
-                records, turns = parse_export(mem, handle, tenant_id, trusted=trusted)
+                records, turns = parse_export(parts, handle, tenant_id, trusted=trusted)
             except OSError as exc:
                 raise ImportFormatError(f"cannot read {fp!r}: {exc}") from exc
     elif callable(getattr(fp, "readline", None)):
-        records, turns = parse_export(mem, fp, tenant_id, trusted=trusted)
+        records, turns = parse_export(parts, fp, tenant_id, trusted=trusted)
     else:
         raise ValidationError(f"import needs a path or a stream, got {type(fp).__name__}")
-    with mem._lock:
-        records, replaced = _settle_ids(mem, records, on_conflict)
+    with parts.lock:
+        records, replaced = _settle_ids(parts, records, on_conflict)
         bar = check.SafeProgress(progress, len(records), "import")
         for start in range(0, len(records), 256):
-            mem._attach_embeddings(records[start:start + 256])
+            parts.attach_embeddings(records[start:start + 256])
             bar.update(len(records[start:start + 256]))
         bar.close()
-        with mem.store.transaction() as conn:
+        with parts.store.transaction() as conn:
             for (tenant, user), ids in replaced.items():
-                mem.store.purge(conn, ids, tenant_id=tenant, user_id=user)
-            mem.store.insert(conn, records)
+                parts.store.purge(conn, ids, tenant_id=tenant, user_id=user)
+            parts.store.insert(conn, records)
             for scope, turn in turns:
-                mem.store.add_turn(conn, *scope, turn)
-            mem.store.audit_many(
+                parts.store.add_turn(conn, *scope, turn)
+            parts.store.audit_many(
                 conn,
                 [{"action": "import", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
                   "detail": {"trusted": trusted, "status": r.status.value,
@@ -220,8 +217,8 @@ def import_jsonl(
             )
         gone = sorted(m for ids in replaced.values() for m in ids)
         if gone:
-            mem._index_records([], deleted=gone)
-        mem._index_records(records)
+            index_now(parts, [], deleted=gone)
+        index_now(parts, records)
     return len(records)
 
 
@@ -231,7 +228,7 @@ def _derived_id(record: MemoryRecord, file_id: str, attempt: int) -> str:
 
 
 def _settle_ids(
-    mem: Memory, records: list[MemoryRecord], on_conflict: str
+    parts: Components, records: list[MemoryRecord], on_conflict: str
 ) -> tuple[list[MemoryRecord], dict[tuple[str, str], list[str]]]:
     """Give every record an id free of other owners; apply ``on_conflict`` to the owner's own ids.
 
@@ -240,7 +237,7 @@ def _settle_ids(
     """
     pending = records
     for attempt in range(8):
-        taken = mem.store.taken_ids([r.memory_id for r in pending])
+        taken = parts.store.taken_ids([r.memory_id for r in pending])
         if not taken:
             break
         own: set[str] = set()
@@ -249,7 +246,7 @@ def _settle_ids(
             if r.memory_id in taken:
                 by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
         for (tenant, user), group in by_scope.items():
-            own.update(mem.store.get(tenant, user, [r.memory_id for r in group]))
+            own.update(parts.store.get(tenant, user, [r.memory_id for r in group]))
         foreign = [r for r in pending if r.memory_id in taken and r.memory_id not in own]
         if not foreign:
             break
@@ -266,11 +263,11 @@ def _settle_ids(
     for r in records:
         by_scope_all.setdefault((r.tenant_id, r.user_id), []).append(r)
     for (tenant, user), group in by_scope_all.items():
-        held = mem.store.get(tenant, user, [r.memory_id for r in group])
+        held = parts.store.get(tenant, user, [r.memory_id for r in group])
         for r in group:
             ids = {r.memory_id} if r.memory_id in held else set()
             if r.key is not None:
-                keyed = mem.store.get_by_key(tenant, user, r.key_namespace or "", r.key)
+                keyed = parts.store.get_by_key(tenant, user, r.key_namespace or "", r.key)
                 if keyed is not None:
                     ids.add(keyed.memory_id)
             if ids:
@@ -312,7 +309,7 @@ def _lines(fp: Any) -> Iterator[bytes]:
 
 
 def parse_export(
-    mem: Memory, fp: IO[str] | IO[bytes] | Iterable[Any], tenant_id: str | None, *, trusted: bool = False,
+    parts: Components, fp: IO[str] | IO[bytes] | Iterable[Any], tenant_id: str | None, *, trusted: bool = False,
 ) -> tuple[list[MemoryRecord], list[tuple[tuple[str, str, str], Turn]]]:
     """Every record and turn of an export, checked, guarded and redacted; ImportFormatError on any fault."""
     records: list[MemoryRecord] = []
@@ -346,9 +343,9 @@ def parse_export(
         digest.update(raw)
         try:
             if "record" in obj:
-                records.append(_record(mem, obj["record"], tenant_id, trusted))
+                records.append(_record(parts, obj["record"], tenant_id, trusted))
             elif "turn" in obj:
-                turns.append(_turn(mem, obj["turn"], tenant_id))
+                turns.append(_turn(parts, obj["turn"], tenant_id))
             else:
                 raise ValidationError("expected a 'record' or a 'turn' object")
         except (PortamemError, KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -390,8 +387,8 @@ def _verify(header: dict[str, Any], trailer: dict[str, Any] | None, digest: str,
                                 f"holds {records} and {turns}; nothing was imported")
 
 
-def _record(mem: Memory, raw: Any, tenant_id: str | None, trusted: bool) -> MemoryRecord:
-    s = mem.settings
+def _record(parts: Components, raw: Any, tenant_id: str | None, trusted: bool) -> MemoryRecord:
+    s = parts.settings
     if not isinstance(raw, dict):
         raise ValidationError("a record must be a JSON object")
     data = dict(raw)
@@ -403,7 +400,7 @@ def _record(mem: Memory, raw: Any, tenant_id: str | None, trusted: bool) -> Memo
     for name in ("session_id", "agent_id", "supersedes", "superseded_by", "embedding_model", "embedding_version",
                  "kind"):
         check.check_id(s, name, getattr(rec, name), optional=True)
-    check.check_opaque_ids(mem.hooks, s, rec.tenant_id, rec.user_id, session_id=rec.session_id,
+    check.check_opaque_ids(parts.hooks, s, rec.tenant_id, rec.user_id, session_id=rec.session_id,
                            agent_id=rec.agent_id)
     if rec.key is not None:
         rec.key = check_key(rec.key, max_chars=s.max_id_chars)
@@ -436,20 +433,20 @@ def _record(mem: Memory, raw: Any, tenant_id: str | None, trusted: bool) -> Memo
         floor = Status.PENDING if TRUST_RANK[rec.trust] == 0 else Status.ACTIVE
         rec.status = stricter(rec.status, floor)
     before = rec.content
-    screen(mem, rec, write_context(mem, rec, explicit=True))
+    screen(parts, rec, write_context(parts, rec, explicit=True))
     if rec.status is Status.DELETED and rec.deleted_at is None:
         rec.deleted_at = utcnow()
-    if rec.embedding is not None and rec.embedding_model == mem.embedder.name and rec.content == before:
-        if not isinstance(rec.embedding, list) or len(rec.embedding) != mem.embedder.dim or not all(
+    if rec.embedding is not None and rec.embedding_model == parts.embedder.name and rec.content == before:
+        if not isinstance(rec.embedding, list) or len(rec.embedding) != parts.embedder.dim or not all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in rec.embedding):
-            raise ValidationError(f"embedding must be {mem.embedder.dim} finite numbers")
+            raise ValidationError(f"embedding must be {parts.embedder.dim} finite numbers")
     else:
         rec.embedding = None  # another model's vector, or the text changed: recomputed with ours
     return rec
 
 
-def _turn(mem: Memory, raw: Any, tenant_id: str | None) -> tuple[tuple[str, str, str], Turn]:
-    s = mem.settings
+def _turn(parts: Components, raw: Any, tenant_id: str | None) -> tuple[tuple[str, str, str], Turn]:
+    s = parts.settings
     if not isinstance(raw, dict):
         raise ValidationError("a turn must be a JSON object")
     scope = (tenant_id or raw["tenant_id"], raw["user_id"], raw["session_id"])
@@ -459,10 +456,10 @@ def _turn(mem: Memory, raw: Any, tenant_id: str | None) -> tuple[tuple[str, str,
     created = from_iso(raw["created_at"])
     if not isinstance(created, datetime):
         raise ValidationError("a turn needs its created_at time")
-    check.check_opaque_ids(mem.hooks, s, scope[0], scope[1], session_id=scope[2])
+    check.check_opaque_ids(parts.hooks, s, scope[0], scope[1], session_id=scope[2])
     turn = Turn(user, assistant, created, meta)
     if s.redact_window:
-        ctx = write_context(mem, MemoryRecord(content="-", tenant_id=scope[0], user_id=scope[1],
-                                              session_id=scope[2]), explicit=True)
-        turn = redact_turn(mem.hooks, turn, ctx)
+        ctx = write_context(parts, MemoryRecord(content="-", tenant_id=scope[0], user_id=scope[1],
+                                                session_id=scope[2]), explicit=True)
+        turn = redact_turn(parts.hooks, turn, ctx)
     return scope, turn

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .errors import VaultError
-from .pipeline import Redaction, WriteContext
-from .plugins import Hooks
-from .records import MemoryRecord, Turn
-from .vault import Vault, open_sealed
+from ..errors import VaultError
+from ..pipeline import Redaction, WriteContext
+from ..plugins import Hooks
+from ..records import MemoryRecord, Turn
+from ..vault import Vault, open_sealed
 
 __all__ = ["redact_record", "redact_value", "redact_turn", "reveal", "sealed_original", "VAULT_KEY"]
 

@@ -18,17 +18,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
-from .config import Settings
-from .errors import ContentTooLongError, ValidationError
-from .filters import SearchFilters
-from .pipeline import WriteContext
-from .records import DEFAULT_TRUST, MemoryType, Source, Trust
-
-if TYPE_CHECKING:
-    from .plugins import Hooks
-    from .writing import MemoryDraft
+from ..config import Settings
+from ..errors import ContentTooLongError, ValidationError
+from ..filters import SearchFilters
+from ..pipeline import WriteContext
+from ..plugins import Hooks
+from ..records import DEFAULT_TRUST, MemoryType, Source, Trust
+from .requests import MemoryDraft
 
 __all__ = [
     "check_text",
@@ -50,6 +48,9 @@ __all__ = [
     "check_progress",
     "check_enum",
     "check_draft",
+    "check_key",
+    "join_namespace",
+    "SEPARATOR",
     "check_turn",
     "check_filters",
     "check_sources",
@@ -57,10 +58,13 @@ __all__ = [
     "check_texts",
     "check_opaque_ids",
     "SafeProgress",
+    "ProgressFactory",
     "MAX_ROWS",
 ]
 
 _E = TypeVar("_E")
+#: a progress bar factory: ``factory(total, label)`` returns a bar with ``update(n)`` and ``close()``
+ProgressFactory = Callable[[int, str], Any]
 
 log = logging.getLogger(__name__)
 
@@ -287,14 +291,44 @@ def check_enum(name: str, enum: type[_E], value: Any) -> _E:
         raise ValidationError(f"{name} must be one of {allowed}, got {value!r}") from exc
 
 
+#: joins a key namespace's labels in the stored form (``portamem.portable.keys``)
+SEPARATOR = "."
+
+
+def join_namespace(namespace: Any, *, max_chars: int = 1024) -> str:
+    """The stored form of a key namespace (labels joined by ``"."``), validated."""
+    if isinstance(namespace, str):
+        labels: Sequence[Any] = namespace.split(SEPARATOR) if namespace else ()
+    elif isinstance(namespace, (list, tuple)):
+        labels = namespace
+    else:
+        raise ValidationError(f"a key namespace must be a string or a tuple of strings, got {type(namespace).__name__}")
+    for label in labels:
+        if not isinstance(label, str):
+            raise ValidationError(f"namespace labels must be strings, got {type(label).__name__}")
+        if not label:
+            raise ValidationError(f"namespace {namespace!r} has an empty label")
+        if SEPARATOR in label:
+            raise ValidationError(f"namespace label {label!r} must not contain {SEPARATOR!r}")
+        check_text("a namespace label", label, allow_blank=True)
+    joined = SEPARATOR.join(labels)
+    if len(joined) > max_chars:
+        raise ValidationError(f"key namespace is longer than {max_chars} characters")
+    return joined
+
+
+def check_key(key: Any, *, max_chars: int) -> str:
+    """A memory's external key: a non-empty text within ``max_chars``."""
+    if isinstance(key, str) and not key:
+        raise ValidationError("key must not be empty")
+    return check_text("key", key, limit=max_chars, allow_blank=True)
+
+
 def check_draft(settings: Settings, draft: Any, *, bounded: bool = True) -> MemoryDraft:
     """A draft with every field checked and normalised (enums, a JSON copy of metadata, an aware time).
 
     ``bounded`` as in :func:`check_json`: summaries, entities and metadata of caller input are bounded.
     """
-    from .keys import check_key, join_namespace
-    from .writing import MemoryDraft
-
     if not isinstance(draft, MemoryDraft):
         raise ValidationError(f"expected a MemoryDraft, got {_describe(draft)}")
     mtype = check_enum("type", MemoryType, draft.type)

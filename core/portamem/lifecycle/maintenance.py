@@ -1,0 +1,170 @@
+"""Maintenance: decay eviction through the policy hooks, purge after grace, consolidation over capacity,
+and the scheduled maintainer that runs it (and the audit scan) in the background.
+
+May import: everything below lifecycle (the data model, ``portamem.components``, storage, the write,
+background and read paths).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from collections.abc import Sequence
+from typing import Callable
+
+import numpy as np
+
+from ..background.upkeep import index_now
+from ..components import Components
+from ..duplicates import is_duplicate
+from ..errors import ValidationError
+from ..filters import SearchFilters
+from ..read.usage import RetrievalLog
+from ..records import MemoryRecord, utcnow
+from .forgetting import purge, soft_delete
+
+__all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MaintenanceReport:
+    evicted: list[str] = field(default_factory=list)
+    purged: int = 0
+    #: (kept id, merged ids)
+    consolidated: list[tuple[str, list[str]]] = field(default_factory=list)
+    #: memories the audit scan flagged for review (scheduled runs only)
+    audit_findings: int = 0
+
+
+def maintain(
+    parts: Components, log: RetrievalLog, *, now: datetime | None = None, policy: str | None = None,
+    tenant_id: str | None = None,
+) -> MaintenanceReport:
+    """One maintenance run over every user pool of a tenant."""
+    now = now or utcnow()
+    tenant_id = tenant_id or parts.tenant_id
+    report = MaintenanceReport()
+    log.flush()  # decay counts from the last use: the buffered uses first
+    named = parts.hooks.eviction_policies()
+    if policy is not None and policy not in named:
+        raise ValidationError(f"unknown eviction policy {policy!r}; known: {sorted(named)}")
+    for user_id in parts.store.user_ids(tenant_id):
+        pool = parts.store.list(tenant_id, user_id, SearchFilters())
+        if policy is not None:
+            victims = list(named[policy](pool, now, parts.settings))
+        else:
+            victims = parts.hooks.eviction(pool, now, parts.settings) or []
+        known = {r.memory_id for r in pool}
+        victims = [v for v in dict.fromkeys(victims) if v in known]
+        if victims:
+            soft_delete(parts, victims, user_id=user_id, tenant_id=tenant_id, action="evict", actor="maintain",
+                        now=now)
+            report.evicted.extend(victims)
+        if len(pool) - len(victims) > parts.settings.pool_capacity:
+            survivors = [r for r in pool if r.memory_id not in set(victims)]
+            report.consolidated.extend(consolidate(parts, survivors, now=now))
+    report.purged = purge(parts, tenant_id, (now - timedelta(days=parts.settings.grace_days)).timestamp())
+    return report
+
+
+def consolidate(parts: Components, pool: list[MemoryRecord], *, now: datetime) -> list[tuple[str, list[str]]]:
+    """Merge duplicates (``portamem.duplicates.is_duplicate``) into the newest of each group."""
+    # a keyed memory is its key's value, never merged away (portamem.portable.keys)
+    records = [r for r in pool if r.key is None and r.embedding is not None
+               and r.embedding_model == parts.embedder.name]
+    records.sort(key=lambda r: r.created_at, reverse=True)
+    if len(records) < 2:
+        return []
+    matrix = np.asarray([r.embedding for r in records], dtype=np.float32)
+    taken = np.zeros(len(records), dtype=bool)
+    groups: list[tuple[MemoryRecord, list[MemoryRecord]]] = []
+    for start in range(0, len(records), 512):
+        sims = matrix[start:start + 512] @ matrix.T
+        for offset, row in enumerate(sims):
+            i = start + offset
+            if taken[i]:
+                continue
+            taken[i] = True
+            near = np.flatnonzero((row >= parts.settings.dedupe_threshold) & ~taken)
+            dup = np.asarray([j for j in near if is_duplicate(records[i].content, records[j].content,
+                                                               float(row[j]), parts.settings.dedupe_threshold)],
+                             dtype=int)
+            if dup.size:
+                taken[dup] = True
+                groups.append((records[i], [records[j] for j in dup]))
+    out = []
+    for keep, merged in groups:
+        absorb(parts, keep, merged, now=now)
+        out.append((keep.memory_id, [m.memory_id for m in merged]))
+    return out
+
+
+def absorb(parts: Components, keep: MemoryRecord, merged: Sequence[MemoryRecord], *, now: datetime) -> None:
+    """Consolidate: ``keep`` takes the others' frequency, accesses and top importance; they are retired."""
+    keep.frequency += sum(m.frequency for m in merged)
+    keep.access_count += sum(m.access_count for m in merged)
+    top = max([keep, *merged], key=lambda r: r.importance)
+    keep.importance, keep.importance_band = top.importance, top.importance_band
+    keep.updated_at = now
+    with parts.store.transaction() as conn:
+        parts.store.update_fields(
+            conn, [keep.memory_id], reindex=True, frequency=keep.frequency, access_count=keep.access_count,
+            importance=keep.importance, importance_band=keep.importance_band, updated_at=now.timestamp(),
+        )
+        parts.store.audit(conn, "consolidate", tenant_id=keep.tenant_id, user_id=keep.user_id,
+                          memory_id=keep.memory_id, actor="maintain", detail={"merged": [m.memory_id for m in merged]})
+    index_now(parts, [keep])
+    soft_delete(parts, [m.memory_id for m in merged], user_id=keep.user_id, tenant_id=keep.tenant_id,
+                action="consolidate", actor="maintain", now=now, superseded_by=keep.memory_id)
+
+
+class Maintainer:
+    """Runs ``maintain`` and ``scan`` (``Memory.maintain`` and ``Memory.audit_scan``) every ``interval_s``
+    seconds in a daemon thread (``Settings.maintain_interval_s``; a server process gets it by setting
+    that too).
+
+    A failing run is logged and the next one still comes; ``stop`` waits for a run in progress.
+    """
+
+    def __init__(self, maintain: Callable[[], MaintenanceReport], scan: Callable[[], Sequence[object]],
+                 interval_s: float) -> None:
+        if interval_s <= 0:
+            raise ValidationError(f"maintain_interval_s must be positive, got {interval_s!r}")
+        self._maintain = maintain
+        self._scan = scan
+        self.interval_s = float(interval_s)
+        self.runs = 0
+        self.last: MaintenanceReport | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="portamem-maintainer", daemon=True)
+
+    def start(self) -> Maintainer:
+        self._thread.start()
+        return self
+
+    def run_once(self) -> MaintenanceReport:
+        report = self._maintain()
+        report.audit_findings = len(self._scan())
+        self.runs += 1
+        self.last = report
+        log.info("maintenance: %d evicted, %d purged, %d consolidated, %d to review", len(report.evicted),
+                 report.purged, len(report.consolidated), report.audit_findings)
+        return report
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.run_once()
+            except Exception:
+                if self._stop.is_set():
+                    return
+                log.exception("scheduled maintenance failed; trying again in %g s", self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()

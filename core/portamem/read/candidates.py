@@ -1,0 +1,284 @@
+"""A search's candidates: the union of the vector, BM25 keyword and exact-entity retrievers' top k,
+each candidate scored by every retriever (so "not in one list" never reads as "no match").
+
+May import: the data model, ``portamem.storage`` and the read path's calibration.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..entities import extract_entities, normalize_entity
+from ..errors import ValidationError
+from ..filters import SearchFilters
+from ..records import MemoryRecord
+from ..storage.keywords import BM25_B, BM25_K1
+from ..storage.schema import keyword_text
+from ..storage.sql import RecordStore
+from ..storage.vectors import MilvusVectorIndex
+from ..text import tokenize
+from .calibration import Calibration, calibration_for, vector_score
+
+__all__ = ["SOURCES", "PRIOR_DOCS", "Candidate", "ComponentScorer", "CandidateFinder", "bm25_idf"]
+
+#: the candidate generators; each one's score is also computed for the candidates of the others
+SOURCES: tuple[str, ...] = ("vector", "keyword", "entity")
+
+#: idf is computed as if this many more memories held none of the query's words: in a small pool
+#: every word is "common" (one memory of one: idf 0), which would make a single unmatched word
+#: outweigh all the matched ones; in a large pool it changes nothing
+PRIOR_DOCS = 5
+#: BM25 statistics are cached for this many users, this many words each
+_STATS_USERS = 256
+_STATS_TOKENS = 20000
+
+@dataclass
+class Candidate:
+    """A record found by one or more retrievers, with every component score kept (each 0..1).
+
+    ``found_by`` is the provenance (which retrievers returned it); ``raw`` keeps the unnormalised
+    scores (cosine, bm25) for debugging.
+    """
+
+    memory_id: str
+    components: dict[str, float] = field(default_factory=dict)
+    found_by: set[str] = field(default_factory=set)
+    record: MemoryRecord | None = None
+    raw: dict[str, float] = field(default_factory=dict)
+    #: share (0..1) of the query's entities that none of the user's memories holds: a question about
+    #: someone or something never mentioned is probably about nothing stored (``Settings.unknown_entity_penalty``)
+    unknown_entities: float = 0.0
+    #: the record's vector of the index's model (float32), read from the replica rather than the row
+    vector: np.ndarray | None = None
+
+
+#: adds or changes named components of each candidate (a retrieval-scorer plugin):
+#: scorer(query, candidates, now, settings)
+ComponentScorer = Callable[[str, list[Candidate], datetime, Any], None]
+
+
+def bm25_idf(n_docs: int, df: int) -> float:
+    """BM25's inverse document frequency, floored as SQLite FTS5's bm25() floors it."""
+    idf = math.log((n_docs - df + 0.5) / (df + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+@lru_cache(maxsize=8192)
+def _term_counts(text: str) -> Counter[str]:
+    """Search-token counts of a text (shared by the cache: never mutate the result)."""
+    return Counter(tokenize(text))
+
+
+def _merge_queued(hits: list[tuple[str, float]], queued: Mapping[str, np.ndarray], qvec: np.ndarray,
+                  k: int) -> list[tuple[str, float]]:
+    """The top ``k`` of the index's hits and the queued rows' exact cosines (a queued row's own
+    score wins over an older indexed version of it)."""
+    ids = list(queued)
+    scores = (np.stack([queued[m] for m in ids]) @ qvec).tolist()
+    merged = {m: s for m, s in hits if m not in queued}
+    merged.update(zip(ids, scores))
+    return sorted(merged.items(), key=lambda item: -item[1])[:k]
+
+
+class CandidateFinder:
+    """Finds and scores a search's candidates in one record store and one vector index."""
+
+    def __init__(self, store: RecordStore, index: MilvusVectorIndex, embed_query: Callable[[str], np.ndarray],
+                 calibration: Calibration | None = None) -> None:
+        self.store = store
+        self.index = index
+        self.embed_query = embed_query
+        #: the embedder's background cosine distribution (``portamem.read.calibration``); None: relative scale
+        self.calibration = calibration if calibration is not None else calibration_for(getattr(index, "model", ""))
+        self._stats: dict[tuple[str, str], tuple[int, float, dict[str, int]]] = {}
+        self._stats_lock = threading.Lock()
+
+    def candidates(
+        self,
+        query: str,
+        *,
+        tenant_id: str,
+        user_id: str,
+        filters: SearchFilters,
+        k: int,
+        sources: Sequence[str] = SOURCES,
+        queued: Mapping[str, np.ndarray] | None = None,
+    ) -> dict[str, Candidate]:
+        """The union of each source's top ``k``, every member scored by every requested source.
+
+        A memory that one retriever found and another did not rank in its top ``k`` still gets that
+        retriever's score, so the merge never mistakes "not in the list" for "no match". ``queued``:
+        vectors of the user's rows not in the index yet (``portamem.background.queued``), scored exactly beside it.
+        """
+        if isinstance(sources, str) or not sources or set(sources) - set(SOURCES):
+            raise ValidationError(f"sources must be a non-empty list drawn from {list(SOURCES)}, got {sources!r}")
+        found: dict[str, Candidate] = {}
+
+        def add(memory_id: str, name: str) -> None:
+            found.setdefault(memory_id, Candidate(memory_id)).found_by.add(name)
+
+        qvec = None
+        if "vector" in sources:
+            qvec = np.asarray(self.embed_query(query), dtype=np.float32)
+            if filters.index_only_active:
+                vector_hits = [(h.memory_id, h.score) for h in self.index.search(tenant_id, user_id, qvec, k, filters)]
+            else:  # statuses the index does not hold: exact scan of the stored vectors
+                vector_hits = self._scan(qvec, tenant_id, user_id, filters, k)
+            if queued:
+                vector_hits = _merge_queued(vector_hits, queued, qvec, k)
+            for memory_id, _ in vector_hits:
+                add(memory_id, "vector")
+        if "keyword" in sources:
+            for memory_id, _ in self.store.keyword_search(tenant_id, user_id, query, filters, k):
+                add(memory_id, "keyword")
+        query_entities = extract_entities(query) if "entity" in sources else []
+        n_user = self.store.user_count(tenant_id, user_id)
+        entity_weights: dict[str, float] = {}
+        unheld: list[str] = []
+        if query_entities:
+            df = self.store.entity_counts(tenant_id, user_id, query_entities)
+            entity_weights = {e: bm25_idf(n_user + PRIOR_DOCS, df.get(e, 0)) for e in query_entities}
+            unheld = [e for e in query_entities if not df.get(e)]
+            # an entity held by more memories than we rank cannot single any of them out
+            selective = [e for e in query_entities if 0 < df.get(e, 0) <= 4 * k]
+            for memory_id, _ in self.store.entity_search(tenant_id, user_id, selective, filters, k):
+                add(memory_id, "entity")
+        if not found:
+            return found
+        # the store re-checks tenant, user and filters: the index is never trusted for isolation
+        records = self.store.get(tenant_id, user_id, list(found), vectors=False)
+        for memory_id in list(found):
+            record = records.get(memory_id)
+            if record is None or not filters.admits(record):
+                del found[memory_id]
+            else:
+                found[memory_id].record = record
+        for memory_id, vec in (queued or {}).items():
+            if memory_id in found:
+                found[memory_id].vector = vec
+        self.attach_vectors(tenant_id, user_id, found.values())
+        if qvec is not None:
+            self._score_vector(qvec, found, [s for _, s in vector_hits])
+        if "keyword" in sources:
+            self._score_keyword(query, tenant_id, user_id, n_user, found)
+        if "entity" in sources:
+            self._score_entities(entity_weights, bm25_idf(n_user + PRIOR_DOCS, 1), found)
+            unknown = self._unknown_share(query_entities, unheld, tenant_id, user_id, n_user)
+            for cand in found.values():
+                cand.unknown_entities = unknown
+        return found
+
+    def _unknown_share(self, entities: Sequence[str], unheld: Sequence[str], tenant_id: str, user_id: str,
+                       n_user: int) -> float:
+        """The share of the query's entities that no memory holds and none of whose words any memory
+        contains ("Ghent Sunday" read as one name is known when a memory says "Ghent")."""
+        if not unheld:
+            return 0.0
+        words = {e: tokenize(e) for e in unheld}
+        _, df = self._keyword_stats(tenant_id, user_id, n_user, sorted({w for ws in words.values() for w in ws}))
+        unknown = [e for e, ws in words.items() if not any(df.get(w) for w in ws)]
+        return len(unknown) / len(entities)
+
+    def attach_vectors(self, tenant_id: str, user_id: str, cands: Iterable[Candidate]) -> None:
+        """Give candidates their vectors of the index's model: from the read replica where the user is
+        loaded, else only the vector column of their rows (never the rest of the row again)."""
+        todo = [c for c in cands if c.vector is None]
+        if not todo:
+            return
+        ids = [c.memory_id for c in todo]
+        reader = getattr(self.index, "vectors", None)
+        found = reader(tenant_id, user_id, ids) if reader is not None else \
+            self.store.vectors(tenant_id, user_id, ids, self.index.model)
+        for cand in todo:
+            cand.vector = found.get(cand.memory_id)
+
+    def _score_vector(self, qvec: np.ndarray, found: dict[str, Candidate], pool: list[float]) -> None:
+        """Cosine against the embedder's measured background of unrelated pairs (``portamem.read.calibration``):
+        the same cosine scores the same in any pool. A model nobody calibrated falls back to the
+        cosine above this query's least similar neighbour, over the headroom left to 1."""
+        floor = min(pool) if pool else 0.0
+        with_vec = [c for c in found.values() if c.vector is not None]
+        cosines = dict(zip((c.memory_id for c in with_vec),
+                           (np.stack([c.vector for c in with_vec]) @ qvec).tolist())) if with_vec else {}
+        for cand in found.values():
+            cos = float(cosines.get(cand.memory_id, 0.0))
+            cand.raw["cosine"] = cos
+            if self.calibration is not None:
+                cand.components["vector"] = float(vector_score(cos, self.calibration))
+            else:
+                cand.components["vector"] = max(0.0, (cos - floor) / (1.0 - floor)) if floor < 1.0 else 0.0
+
+    def _score_keyword(self, query: str, tenant_id: str, user_id: str, n_docs: int, found: dict[str, Candidate]) -> None:
+        """BM25 with this user's statistics, as a share of what a memory holding every query word once
+        would score: query words no memory holds count against every match, and a match on common
+        words alone stays weak (the share is of at least one word that only one memory holds)."""
+        tokens = list(dict.fromkeys(tokenize(query)))
+        if not tokens:
+            for cand in found.values():
+                cand.components["keyword"] = 0.0
+            return
+        mean_len, df = self._keyword_stats(tenant_id, user_id, n_docs, tokens)
+        idf = {t: bm25_idf(n_docs + PRIOR_DOCS, df.get(t, 0)) for t in tokens}
+        ceiling = max(sum(idf.values()), bm25_idf(n_docs + PRIOR_DOCS, 1))
+        for cand in found.values():
+            assert cand.record is not None
+            text = keyword_text(cand.record)
+            counts = _term_counts(text)
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(text) / mean_len) if mean_len > 0 else BM25_K1
+            bm25 = sum(idf[t] * counts[t] * (BM25_K1 + 1.0) / (counts[t] + norm) for t in tokens if counts[t])
+            cand.raw["bm25"] = bm25
+            cand.components["keyword"] = min(1.0, bm25 / ceiling)
+
+    def _keyword_stats(self, tenant_id: str, user_id: str, n_docs: int, tokens: list[str]) -> tuple[float, dict[str, int]]:
+        """The store's per-user BM25 statistics, kept until the user's record count changes: counting
+        a common word's records is the dearest part of a search, and questions repeat their words."""
+        key = (tenant_id, user_id)
+        with self._stats_lock:
+            cached = self._stats.pop(key, None)
+        if cached is None or cached[0] != n_docs:
+            cached = (n_docs, *self.store.keyword_stats(tenant_id, user_id, tokens))
+        else:
+            missing = [t for t in tokens if t not in cached[2]]
+            if missing:
+                cached[2].update(self.store.keyword_stats(tenant_id, user_id, missing)[1])
+        if len(cached[2]) > _STATS_TOKENS:
+            cached = (n_docs, cached[1], {t: cached[2][t] for t in tokens if t in cached[2]})
+        with self._stats_lock:
+            self._stats[key] = cached  # most recently used last
+            while len(self._stats) > _STATS_USERS:
+                del self._stats[next(iter(self._stats))]
+        return cached[1], cached[2]
+
+    @staticmethod
+    def _score_entities(weights: Mapping[str, float], floor: float, found: dict[str, Candidate]) -> None:
+        """The idf-weighted share of the query's entities a memory holds, of at least one entity held
+        by a single memory: a name in half the memories says little, an order number says all."""
+        total = max(sum(weights.values()), floor)
+        for cand in found.values():
+            assert cand.record is not None
+            held = {normalize_entity(e) for e in cand.record.entities}
+            matched = sum(w for e, w in weights.items() if e in held)
+            cand.components["entity"] = matched / total if total > 0 else 0.0
+
+    def _scan(
+        self, qvec: np.ndarray, tenant_id: str, user_id: str, filters: SearchFilters, k: int
+    ) -> list[tuple[str, float]]:
+        records = [
+            r for r in self.store.list(tenant_id, user_id, filters)
+            if r.embedding is not None and r.embedding_model == self.index.model
+        ]
+        if not records:
+            return []
+        matrix = np.asarray([r.embedding for r in records], dtype=np.float32)
+        scores = matrix @ np.asarray(qvec, dtype=np.float32)
+        order = np.argsort(-scores)[:k]
+        return [(records[i].memory_id, float(scores[i])) for i in order]

@@ -1,0 +1,233 @@
+"""How a search scores its candidates: ``final = sum(weight * component)`` over the components every
+candidate carries (vector, keyword, entity, recency, importance and any scorer plugin's), the priors
+scaled by the query evidence, times the trust factor; then the threshold, the working window, twins
+collapsed, conflicts marked (newest first) and top-k.
+
+May import: the data model and the read path's candidates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..duplicates import is_duplicate
+from ..records import TRUST_RANK, ScoreBreakdown, SearchHit, Trust
+from ..statements import triples_conflict
+from ..text import tokenize
+from .candidates import SOURCES, Candidate, ComponentScorer
+from .trace import TraceEntry
+
+__all__ = ["PRIORS", "recency_score", "evidence_share", "combine", "rank"]
+
+#: components that describe a memory, not its match to the query. They count in proportion to the
+#: query evidence, so a fresh or important but unrelated memory gains almost nothing from them.
+PRIORS: frozenset[str] = frozenset({"recency", "importance"})
+
+#: two results this similar but not identical may state different values of one fact
+_CONFLICT_COSINE = 0.8
+_CONFLICT_WORDS = 0.6
+#: share of a memory's words found in one window turn that makes it already in the prompt
+_WINDOW_COVERAGE = 0.9
+
+def recency_score(created_at: datetime, now: datetime, lam: float) -> float:
+    """exp(-lam * age_hours); a memory from the future (clock skew) counts as new."""
+    age_hours = max(0.0, (now - created_at).total_seconds() / 3600.0)
+    return math.exp(-lam * age_hours)
+
+
+def evidence_share(components: Mapping[str, Any], weights: Mapping[str, float]) -> Any:
+    """The weighted query evidence as a share (0..1) of its most: how much the priors may count.
+
+    Works on floats and, for the weight search, on numpy arrays of many candidates at once. With no
+    evidence weight at all (a recency-only ranking, say) the priors count in full.
+    """
+    ceiling = sum(w for n, w in weights.items() if n not in PRIORS and w > 0)
+    if ceiling <= 0:
+        return 1.0
+    return sum(weights.get(n, 0.0) * v for n, v in components.items() if n not in PRIORS) / ceiling
+
+
+def combine(components: Mapping[str, Any], weights: Mapping[str, float]) -> Any:
+    """final = sum(weight * component), the priors (``PRIORS``) scaled by the evidence share."""
+    share = evidence_share(components, weights)
+    return sum(weights.get(n, 0.0) * v * (share if n in PRIORS else 1.0) for n, v in components.items())
+
+
+# memories come back in search after search: tokenise each text once
+@lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text, keep_stopwords=True))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def _vector(cand: Candidate) -> tuple[np.ndarray | None, str | None]:
+    """A candidate's vector and its model: the one read for the search, else the record's own."""
+    if cand.vector is not None:
+        return cand.vector, None
+    rec = cand.record
+    if rec is None or rec.embedding is None:
+        return None, None
+    return np.asarray(rec.embedding, dtype=np.float32), rec.embedding_model
+
+
+def _pair_cosine(a: Candidate, b: Candidate) -> float:
+    (va, ma), (vb, mb) = _vector(a), _vector(b)
+    if va is None or vb is None or (ma is not None and mb is not None and ma != mb):
+        return 0.0
+    return float(np.dot(va, vb))
+
+
+def _factor(cand: Candidate, trust_factor: Mapping[Trust, float] | None, unknown_penalty: float) -> float:
+    """What multiplies a candidate's weighted sum: its trust factor, less the unknown-entity penalty."""
+    assert cand.record is not None
+    trust = 1.0 if trust_factor is None else trust_factor.get(cand.record.trust, 1.0)
+    return trust * max(0.0, 1.0 - unknown_penalty * cand.unknown_entities)
+
+
+def rank(
+    query: str,
+    candidates: dict[str, Candidate],
+    *,
+    weights: Mapping[str, float],
+    now: datetime,
+    top_k: int,
+    min_score: float = 0.0,
+    scorers: Sequence[ComponentScorer] | Mapping[str, ComponentScorer] = (),
+    settings: Any = None,
+    trust_factor: Mapping[Trust, float] | None = None,
+    window: Sequence[str] = (),
+    duplicate_cosine: float = 0.92,
+    trace: list[TraceEntry] | None = None,
+    unknown_entity_penalty: float = 0.0,
+) -> list[SearchHit]:
+    """Score, threshold, drop what ``window`` (texts already in the prompt) holds, collapse
+    near-identical results (the most trusted, then the newest stays), mark conflicts (the most
+    trusted, then the newest first), cut to top-k. ``trust_factor`` multiplies each final score,
+    and ties go to the more trusted memory. ``unknown_entity_penalty`` times the share of the query's
+    entities no memory holds (``Candidate.unknown_entities``) is taken off each final score.
+
+    ``trace``, when given, receives one entry per candidate with its fate, for debugging.
+    """
+    live = [c for c in candidates.values() if c.record is not None]
+    for scorer in scorers.values() if isinstance(scorers, Mapping) else scorers:
+        scorer(query, live, now, settings)
+    entries = []
+    for cand in live:
+        assert cand.record is not None
+        share = evidence_share(cand.components, weights)
+        for name in PRIORS & cand.components.keys():
+            # the breakdown shows what each prior added, so that it sums to the final score
+            cand.raw[name] = cand.components[name]
+            cand.components[name] *= share
+        final = sum(weights.get(n, 0.0) * v for n, v in cand.components.items())
+        final *= _factor(cand, trust_factor, unknown_entity_penalty)
+        entries.append(TraceEntry(cand, final))
+    entries.sort(key=lambda e: (-e.final, -TRUST_RANK[e.candidate.record.trust],  # type: ignore[union-attr]
+                                -e.candidate.record.created_at.timestamp(), e.candidate.memory_id))  # type: ignore[union-attr]
+    if trace is not None:
+        trace.extend(entries)
+    window_words = [w for w in (_words(t) for t in window) if w]
+    kept: list[TraceEntry] = []
+    kept_words: list[frozenset[str]] = []
+    for entry in entries:
+        if len(kept) >= top_k:
+            entry.fate = "below top-k"
+            continue
+        if entry.final < min_score:
+            entry.fate = f"below min_score {min_score:g}"
+            continue
+        record = entry.candidate.record
+        assert record is not None
+        words = _words(record.content)
+        if words and any(len(words & w) >= _WINDOW_COVERAGE * len(words) for w in window_words):
+            entry.fate = "already in the working window"
+            continue
+        twin = next(
+            (i for i, other in enumerate(kept) if _same(entry.candidate, words, other.candidate, kept_words[i],
+                                                             duplicate_cosine)),
+            None,
+        )
+        if twin is not None:
+            other = kept[twin]
+            assert other.candidate.record is not None
+            held = other.candidate.record
+            # the more trusted says it best, then the newest
+            if (TRUST_RANK[record.trust], record.created_at) > (TRUST_RANK[held.trust], held.created_at):
+                kept[twin], kept_words[twin] = entry, words
+                other.fate = f"near-identical to more trusted or newer {record.memory_id}"
+            else:
+                entry.fate = f"near-identical to more trusted or newer {other.candidate.memory_id}"
+            continue
+        kept.append(entry)
+        kept_words.append(words)
+    hits = [_hit(e, weights, _factor(e.candidate, trust_factor, unknown_entity_penalty)) for e in kept]
+    hits = _mark_conflicts(hits, kept_words, [e.candidate for e in kept])
+    for i, hit in enumerate(hits, 1):
+        next(e for e in kept if e.candidate.memory_id == hit.memory_id).rank = i
+    return hits
+
+def _same(ca: Candidate, a_words: frozenset[str], cb: Candidate, b_words: frozenset[str],
+          threshold: float) -> bool:
+    a, b = ca.record, cb.record
+    assert a is not None
+    if b is None or a.key is not None or b.key is not None:  # a keyed memory is its own entry (portamem.portable.keys)
+        return False
+    if " ".join(a.content.split()).casefold() == " ".join(b.content.split()).casefold():
+        return True
+    # an episode and a statement captured from one of its turns hold the same memory
+    if a.memory_id in b.metadata.get("covers", ()) or b.memory_id in a.metadata.get("covers", ()):
+        return True
+    # one rule for "the same memory" on write and on read: words, numbers and negation must agree
+    return is_duplicate(a.content, b.content, _pair_cosine(ca, cb), threshold)
+
+def _hit(entry: TraceEntry, weights: Mapping[str, float], factor: float = 1.0) -> SearchHit:
+    cand = entry.candidate
+    assert cand.record is not None
+    if cand.record.embedding is None and cand.vector is not None:  # a hit carries its vector, as stored
+        cand.record.embedding = cand.vector.tolist()
+    # the weights shown include the trust and unknown-entity factors, so that they still sum to the final score
+    used = {n: float(weights.get(n, 0.0)) * factor for n in cand.components}
+    breakdown = ScoreBreakdown(final=entry.final, components=dict(cand.components), weights=used)
+    return SearchHit(cand.record, entry.final, breakdown, tuple(s for s in SOURCES if s in cand.found_by)
+                     + tuple(sorted(cand.found_by - set(SOURCES))))
+
+def _mark_conflicts(hits: list[SearchHit], words: list[frozenset[str]], cands: list[Candidate]) -> list[SearchHit]:
+    """Pairs that state different values of one fact point at each other; the newer goes first.
+    ``cands`` are the hits' candidates, in the same order (their vectors)."""
+    n = len(hits)
+    links: dict[int, set[int]] = {i: set() for i in range(n)}
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = hits[i].record, hits[j].record
+            if (
+                a.superseded_by == b.memory_id or b.superseded_by == a.memory_id
+                or triples_conflict(a, b)
+                or (_jaccard(words[i], words[j]) >= _CONFLICT_WORDS and _pair_cosine(cands[i], cands[j]) >= _CONFLICT_COSINE)
+            ):
+                links[i].add(j)
+                links[j].add(i)
+    for i, others in links.items():
+        if others:
+            hits[i].conflicts_with = tuple(hits[j].memory_id for j in sorted(others))
+    order: list[int] = []
+    placed: set[int] = set()
+    for i in range(n):
+        if i in placed:
+            continue
+        # an older memory waits behind every newer memory it conflicts with, unless it is more trusted
+        group = sorted({i} | {j for j in links[i] if j not in placed},
+                       key=lambda m: (-TRUST_RANK[hits[m].record.trust], -hits[m].record.created_at.timestamp(), m))
+        order.extend(group)
+        placed.update(group)
+    return [hits[i] for i in order]
+
+

@@ -1,0 +1,118 @@
+"""One search after validation: candidates (``candidates``), the user's rows still queued for the
+index scored beside them, scorer plugins, ranking (``scoring``), the agent's own memories before the
+shared layer, then the use of the hits logged (``usage``).
+
+May import: the data model, ``portamem.components``, ``portamem.storage`` and the rest of the read path.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import IO, Any
+
+import numpy as np
+
+from ..components import Components
+from ..filters import SearchFilters
+from ..pipeline import WriteContext
+from ..records import SearchHit, Trust
+from .candidates import SOURCES, Candidate, CandidateFinder
+from .prompt import format_memories
+from .scoring import rank
+from .trace import TraceEntry, explain
+from .usage import RetrievalLog
+
+__all__ = ["Retriever", "Search", "QueuedVectors"]
+
+#: the vectors of one user's rows not in the index yet that the filters admit (``portamem.background.queued``)
+QueuedVectors = Callable[[str, str, SearchFilters], Mapping[str, np.ndarray]]
+
+
+class Retriever(CandidateFinder):
+    """The read path over one record store and one vector index: candidates, then their ranking."""
+
+    def rank(self, query: str, candidates: dict[str, Candidate], *, tenant_id: str, user_id: str,
+             **options: Any) -> list[SearchHit]:
+        """``portamem.read.scoring.rank`` over candidates whose records and vectors are fetched first
+        (candidates built elsewhere), scoped by tenant and user."""
+        missing = [m for m, c in candidates.items() if c.record is None]
+        if missing and self.store is not None:
+            records = self.store.get(tenant_id, user_id, missing)
+            for memory_id in missing:
+                candidates[memory_id].record = records.get(memory_id)
+        live = [c for c in candidates.values() if c.record is not None]
+        if self.store is not None:  # a retriever over candidates alone (tests, tuning) has no store
+            self.attach_vectors(tenant_id, user_id, [c for c in live if c.record.embedding is None])  # type: ignore[union-attr]
+        return rank(query, candidates, **options)
+
+
+class Search:
+    """Searches of one store: ``Memory.search_memory`` validates, then runs one here."""
+
+    def __init__(self, parts: Components, retriever: Retriever, log: RetrievalLog, queued: QueuedVectors,
+                 trust_factors: Mapping[Trust, float]) -> None:
+        self.parts = parts
+        self.retriever = retriever
+        self.log = log
+        self.queued = queued
+        self.trust_factors = trust_factors
+
+    def run(
+        self,
+        query: str,
+        *,
+        tenant_id: str,
+        user_id: str,
+        filters: SearchFilters,
+        k: int,
+        now: datetime,
+        sources: Sequence[str] = SOURCES,
+        weights: Mapping[str, float] | None = None,
+        window_session: str | None = None,
+        shown: Sequence[str] = (),
+        debug: bool | IO[str] = False,
+        trace: list[TraceEntry] | None = None,
+        touch: bool = False,
+    ) -> list[SearchHit]:
+        s = self.parts.settings
+        window = list(shown)
+        if window_session is not None:
+            for turn in self.parts.store.turns(tenant_id, user_id, window_session):
+                window.append(f"{turn.user}\n{turn.assistant}")
+        # read-your-writes: the user's rows not indexed yet are scored as they stand
+        queued = self.queued(tenant_id, user_id, filters) if "vector" in sources else None
+        candidates = self.retriever.candidates(
+            query, tenant_id=tenant_id, user_id=user_id, filters=filters, k=max(s.candidate_k, k), sources=sources,
+            queued=queued,
+        )
+        registered = self.parts.hooks.scorers()
+        if trace is None and debug:
+            trace = []
+        hits = self.retriever.rank(
+            query,
+            candidates,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            weights=weights if weights is not None else {
+                **{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
+            now=now,
+            top_k=k,
+            min_score=s.min_score,
+            scorers=[r.fn for r in registered.values()],
+            settings=s,
+            window=window,
+            duplicate_cosine=s.dedupe_threshold,
+            trace=trace,
+            trust_factor=self.trust_factors,
+            unknown_entity_penalty=s.unknown_entity_penalty,
+        )
+        if filters.agent_id is not None:  # the agent's private memories before the shared layer
+            hits.sort(key=lambda h: h.record.agent_id is None)
+        self.log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s),
+                        touch=touch, now=now)
+        if debug:
+            assert trace is not None
+            print(explain(query, trace, format_memories(hits)), file=sys.stderr if debug is True else debug)
+        return hits
