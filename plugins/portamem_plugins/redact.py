@@ -1,20 +1,35 @@
 """Built-in PII redactor: Chinese resident ids (GB 11643 checksum), bank cards (Luhn), phones, e-mails.
 
 Numbers are only redacted when they validate (a resident id needs a real birth date and its check
-digit, a card number its Luhn digit), so order numbers and amounts stay readable. Each span
-becomes a typed placeholder: ``[CN_ID]``, ``[BANK_CARD]``, ``[PHONE]``, ``[EMAIL]``.
+digit, a card number its Luhn digit and a card's grouping), so order numbers and amounts stay
+readable. Each span becomes a typed placeholder: ``[CN_ID]``, ``[BANK_CARD]``, ``[PHONE]``,
+``[EMAIL]``.
+
+What is read as written by people rather than forms:
+
+- digits of any script (full-width ``１３８``, Arabic-Indic ``٤٥٣٩``, Persian ``۴۵۳۹``, Devanagari ...),
+  folded to ASCII before the checks; Unicode spaces and dashes between digit groups;
+- a card number split over two lines; phones grouped 3-4-4, 4-3-4 or 7-4 (``138 1234 5678``,
+  ``1381 234 5678``); landlines with their area code (``010-12345678``, ``(010) 1234 5678``,
+  ``0755 8888 6666``); first-generation 15-digit resident ids (region, a real 19YYMMDD birth
+  date, sequence: they carry no check digit);
+- e-mail addresses with an accented or internationalised domain or local part (``josé@exämple.com``,
+  ``user@例子.中国``, ``张三@example.com``) and spelt-out ones (``dave at example dot com``,
+  ``dave [at] example [dot] com``, ``dave(at)example.com``, ``dave艾特example点com``).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 
 from portamem import hookimpl
 from portamem.pipeline import Redaction, WriteContext
 
-__all__ = ["find_pii", "cn_id_valid", "luhn_valid", "PLACEHOLDERS", "portamem_redact"]
+__all__ = ["find_pii", "cn_id_valid", "cn_id15_valid", "luhn_valid", "card_grouping_valid", "PLACEHOLDERS",
+           "portamem_redact"]
 
 PLACEHOLDERS: dict[str, str] = {
     "cn_id": "[CN_ID]",
@@ -25,21 +40,36 @@ PLACEHOLDERS: dict[str, str] = {
 
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _ID_CHECK = "10X98765432"
+#: the province codes a resident id starts with (GB/T 2260)
+_PROVINCES = frozenset({11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51,
+                        52, 53, 54, 61, 62, 63, 64, 65, 71, 81, 82})
 
-# the patterns run on a same-length copy with full-width forms (１３８, ＠, ＋) folded to ASCII and
-# Unicode spaces and dashes folded to " " and "-", so spans still index the original; a number may
-# touch Chinese text ("卡号6222…"), so only Latin letters and digits bound it
+# the patterns run on a same-length copy with full-width forms (１３８, ＠, ＋) folded to ASCII, digits
+# of every script folded to 0-9, and Unicode spaces and dashes folded to " " and "-", so spans still
+# index the original; a number may touch Chinese text ("卡号6222…"), so only Latin letters and
+# digits bound it
 _SPACES = (0x00A0, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)
 _DASHES = (*range(0x2010, 0x2016), 0x2212, 0xFE58, 0xFE63)
 _FOLD = {0xFF01 + i: 0x21 + i for i in range(94)} | dict.fromkeys(_SPACES, 0x20) | dict.fromkeys(_DASHES, 0x2D)
+#: a decimal digit that is not ASCII (Arabic-Indic, Persian, Devanagari, ...; full-width ones fold above)
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 #: between digit groups: up to two spaces, dots or hyphens, mixed ("4111 1111-1111.1111", "138  1234")
 _SEP = r"[ .-]{0,2}"
+#: a card number may also wrap onto the next line
+_CARD_SEP = r"(?:[ .-]{0,2}|[ \t]*\r?\n[ \t]*)"
 _B = r"(?<![0-9A-Za-z])"
 _E = r"(?![0-9A-Za-z])"
 _CN_ID = re.compile(rf"{_B}(\d{{6}})[ -]?(\d{{8}})[ -]?(\d{{3}}[\dXx]){_E}", re.ASCII)
-_CARD = re.compile(rf"(?<![+-]){_B}\d(?:{_SEP}\d){{12,18}}{_E}(?!-\d)", re.ASCII)
+_CN_ID15 = re.compile(rf"{_B}\d{{6}}[ -]?\d{{6}}[ -]?\d{{3}}{_E}", re.ASCII)
+_CARD = re.compile(rf"(?<![+-]){_B}\d(?:{_CARD_SEP}\d){{12,18}}{_E}(?!-\d)", re.ASCII)
+#: a Chinese mobile, 3-4-4 (138 1234 5678, 1381234 5678) or 4-3-4 (1381 234 5678), +86 optional
 _CN_MOBILE = re.compile(
-    rf"(?<!\+){_B}(?:\(?(?:\+|00)86\)?{_SEP})?1[3-9]\d{_SEP}\d{{4}}{_SEP}\d{{4}}{_E}", re.ASCII
+    rf"(?<!\+){_B}(?:\(?(?:\+|00)86\)?{_SEP})?1[3-9]\d(?:{_SEP}\d{{4}}|\d{_SEP}\d{{3}}){_SEP}\d{{4}}{_E}", re.ASCII
+)
+#: a Chinese landline with its area code (010, 02x, 0xxx) set apart by a dash, a space or brackets
+_AREA = r"(?:010|02\d|0[3-9]\d\d)"
+_CN_LANDLINE = re.compile(
+    rf"(?<![+(]){_B}(?:\({_AREA}\) ?|{_AREA}(?: -|- ?| ))\d{{3,4}}[ -]?\d{{4}}{_E}(?!-\d)", re.ASCII
 )
 #: +CC or 00CC, then more digits in groups; E.164 allows 15 digits in all
 _INTL_PHONE = re.compile(
@@ -47,16 +77,59 @@ _INTL_PHONE = re.compile(
 )
 #: North American (555) 123-4567 and 555-123-4567: separators required, so bare numbers stay
 _NANP_PHONE = re.compile(rf"(?<![+(]){_B}(?:\(\d{{3}}\)\s?|\d{{3}}[.-])\d{{3}}[.-]\d{{4}}{_E}", re.ASCII)
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w])", re.ASCII)
+
+# ---------------------------------------------------------------------- e-mail
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+#: top-level domains written in Chinese (the ones people use: the country's and the common generic ones)
+_ZH_TLDS = ("中国", "中國", "公司", "网络", "網絡", "在线", "在線", "集团", "集團", "香港", "台湾", "台灣", "新加坡",
+            "网址", "網址", "商城", "网店", "網店", "中文网", "中文網", "手机", "手機", "信息", "游戏", "遊戲", "企业", "企業",
+            "广东", "佛山", "我爱你", "政务", "公益", "商标", "商標", "购物", "購物", "时尚", "時尚")
+#: an ASCII top-level domain ends where Latin letters and digits do (Chinese text may follow at once)
+_TLD = rf"(?:[A-Za-z]{{2,63}}(?![0-9A-Za-z\u00c0-\u024f])|[\u0400-\u04ff]{{2,30}}|{'|'.join(_ZH_TLDS)})"
+_LABEL = r"[^\W_](?:[\w-]{0,62}[^\W_])?"
+_EMAIL = re.compile(rf"(?<![\w.%+-])([\w.%+-]+)@((?:{_LABEL}\.)+{_TLD})")
+#: where a Chinese local part starts after the words of the sentence before it ("邮箱是张三@…")
+_ZH_LEAD = re.compile(r".*(?:是|为|為|：|:|到|给|給|至|向|找|的|邮箱|郵箱|信箱|邮件|郵件|地址|联系|聯繫|聯系|发|發|写信|寫信)")
+_CJK_RUN_END = re.compile(rf"[^{_CJK}]+$")
+
+#: spelt out: dave at example dot com, dave [at] example [dot] com, dave(at)example.com, dave艾特example点com
+_OB_AT = r"(?:\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|<\s*at\s*>|@|艾特)\s*|\s+at\s+)"
+_OB_DOT = r"(?:\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|<\s*dot\s*>|点|點)\s*|\s+dot\s+|\s*\.\s*)"
+_OB_TLDS = ("com", "net", "org", "edu", "gov", "mil", "int", "info", "biz", "io", "co", "me", "cn", "hk", "tw", "jp",
+            "kr", "sg", "uk", "de", "fr", "es", "it", "nl", "be", "ch", "at", "se", "no", "fi", "dk", "pl", "ru",
+            "in", "au", "nz", "ca", "us", "br", "mx", "ai", "app", "dev", "tech", "xyz", "online", "site")
+_OB_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?"
+_OBFUSCATED_EMAIL = re.compile(
+    rf"(?<![A-Za-z0-9._%+-])(?P<local>[A-Za-z0-9][A-Za-z0-9._%+-]*)(?P<at>{_OB_AT})(?P<domain>{_OB_LABEL}"
+    rf"(?:{_OB_DOT}{_OB_LABEL})*?)(?P<dot>{_OB_DOT})(?P<tld>{'|'.join(_OB_TLDS)})(?![A-Za-z0-9])",
+    re.I,
+)
+_PLAIN_DOT = re.compile(r"\s*\.\s*")
+#: words that are the sentence, not an address, around a bare " at " ("meet me at the dot com ...")
+_NOT_ADDRESS = frozenset(
+    "a an the this that these those my your his her its our their me you him us them it i we he she they one some "
+    "any all each every no not home work school least most last first best was is are were be been am being look "
+    "looked looking stay stayed staying arrived arrive meet met live lived living work worked working here there "
+    "back out up down off over just still and or but then so only also even right left laughed laugh smiled smile "
+    "aimed aim shot good bad great"
+    .split()
+)
+
+
+def _fold(text: str) -> str:
+    folded = text.translate(_FOLD)
+    if _OTHER_DIGIT.search(folded):
+        folded = _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(0))), folded)
+    return folded
 
 
 def _digits(text: str) -> str:
-    return "".join(ch for ch in text.translate(_FOLD) if "0" <= ch <= "9")
+    return "".join(ch for ch in _fold(text) if "0" <= ch <= "9")
 
 
 def cn_id_valid(number: str) -> bool:
     """An 18-character resident id: region, a real birth date (1900 on), sequence, GB 11643 check digit."""
-    number = "".join(ch for ch in number.translate(_FOLD) if not ch.isspace() and ch != "-")
+    number = "".join(ch for ch in _fold(number) if not ch.isspace() and ch != "-")
     body = number[:17]
     if len(number) != 18 or len(_digits(body)) != 17 or body[0] == "0":
         return False
@@ -68,6 +141,19 @@ def cn_id_valid(number: str) -> bool:
         return False
     check = _ID_CHECK[sum(int(d) * w for d, w in zip(body, _ID_WEIGHTS)) % 11]
     return number[17].upper() == check
+
+
+def cn_id15_valid(number: str) -> bool:
+    """A 15-digit first-generation resident id (1984-1999): a province's region code, a real 19YYMMDD birth
+    date, a sequence. Having no check digit, it is held to the province codes that exist."""
+    digits = _digits(number)
+    if len(digits) != 15 or int(digits[:2]) not in _PROVINCES or digits[2:6] == "0000":
+        return False
+    try:
+        date(1900 + int(digits[6:8]), int(digits[8:10]), int(digits[10:12]))
+    except ValueError:
+        return False
+    return digits[12:15] != "000"
 
 
 def luhn_valid(number: str) -> bool:
@@ -84,27 +170,94 @@ def luhn_valid(number: str) -> bool:
     return total % 10 == 0
 
 
+#: how card numbers are grouped when written apart, besides fours (the last group may be shorter)
+_CARD_LAYOUTS = frozenset({(4, 6, 5), (4, 6, 4), (6, 13), (6, 12), (6, 10)})
+_GROUP_SEP = re.compile(r"[^0-9]+")
+
+
+def card_grouping_valid(number: str) -> bool:
+    """Whether the digits are grouped as a card's are: one run, fours (the last 1-4), 4-6-5 (Amex),
+    4-6-4 (Diners), 6 then the rest; a number wrapped onto a second line may break anywhere, but only once.
+    Other groupings (an order number ``112-4827193-5520391``, a list of figures) are not a card."""
+    folded = _fold(number)
+    groups = [len(g) for g in _GROUP_SEP.split(folded) if g]
+    breaks = folded.count("\n")
+    if breaks > 1:
+        return False
+    if len(groups) == 1 or (all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4) or tuple(groups) in _CARD_LAYOUTS:
+        return True
+    # wrapped: one break and no other separator, each line's part long enough not to be a list of figures
+    return breaks == 1 and len(groups) == 2 and min(groups) >= 4
+
+
+def _card_valid(number: str) -> bool:
+    return card_grouping_valid(number) and luhn_valid(number)
+
+
 def _phone_digits_ok(text: str) -> bool:
     return 8 <= len(_digits(text)) <= 15
 
 
-#: (kind, pattern, check of the matched text); earlier kinds win where spans overlap
-_FINDERS: tuple[tuple[str, re.Pattern[str], Callable[[str], bool]], ...] = (
-    ("cn_id", _CN_ID, cn_id_valid),
-    ("bank_card", _CARD, luhn_valid),
-    ("phone", _CN_MOBILE, lambda s: True),
-    ("phone", _INTL_PHONE, _phone_digits_ok),
-    ("phone", _NANP_PHONE, lambda s: True),
-    ("email", _EMAIL, lambda s: True),
+Span = tuple[int, int]
+
+
+def _matches(pattern: re.Pattern[str], check: Callable[[str], bool]) -> Callable[[str], Iterator[Span]]:
+    def find(folded: str) -> Iterator[Span]:
+        for m in pattern.finditer(folded):
+            if check(m.group(0)):
+                yield m.start(), m.end()
+    return find
+
+
+def _emails(folded: str) -> Iterator[Span]:
+    """Addresses with their local part cut to what belongs to it where it runs into Chinese text."""
+    for m in _EMAIL.finditer(folded):
+        start, local = m.start(), m.group(1)
+        if re.search(f"[{_CJK}]", local):
+            tail = _CJK_RUN_END.search(local)
+            if tail is not None:  # "邮箱zhang.san@…": the Latin run before the @
+                start = m.start() + tail.start()
+            elif (lead := _ZH_LEAD.match(local)) is not None and lead.end() < len(local):  # "邮箱是张三@…"
+                start = m.start() + lead.end()
+        if re.match(r"[\w%+-]", folded[start]):
+            yield start, m.end()
+
+
+def _obfuscated_emails(folded: str) -> Iterator[Span]:
+    """Spelt-out addresses; a bare " at " counts only with a spelt-out dot and words that are not the sentence's."""
+    for m in _OBFUSCATED_EMAIL.finditer(folded):
+        at = m.group("at").strip().lower()
+        dots = [m.group("dot"), *re.findall(_OB_DOT, m.group("domain"))]
+        spelt_dot = any(_PLAIN_DOT.fullmatch(d) is None for d in dots)
+        if at == "@" and not spelt_dot and not re.search(r"\s", m.group(0)):
+            continue  # a plain address: the e-mail pattern's
+        if at == "at":
+            labels = re.split(_OB_DOT, m.group("domain"))
+            if not spelt_dot or m.group("local").lower() in _NOT_ADDRESS or labels[0].lower() in _NOT_ADDRESS:
+                continue
+        yield m.start(), m.end()
+
+
+#: (kind, finder on the folded text); earlier kinds win where spans overlap, so an e-mail keeps the
+#: digits of its local part ("13812345678@163.com") and a validated id or card beats a phone
+_FINDERS: tuple[tuple[str, Callable[[str], Iterator[Span]]], ...] = (
+    ("email", _emails),
+    ("cn_id", _matches(_CN_ID, cn_id_valid)),
+    ("cn_id", _matches(_CN_ID15, cn_id15_valid)),
+    ("bank_card", _matches(_CARD, _card_valid)),
+    ("phone", _matches(_CN_MOBILE, lambda s: True)),
+    ("phone", _matches(_CN_LANDLINE, lambda s: True)),
+    ("phone", _matches(_INTL_PHONE, _phone_digits_ok)),
+    ("phone", _matches(_NANP_PHONE, lambda s: True)),
+    ("email", _obfuscated_emails),
 )
 
 
 def _candidates(text: str) -> Iterator[Redaction]:
-    folded = text.translate(_FOLD)
-    for kind, pattern, check in _FINDERS:
-        for m in pattern.finditer(folded):
-            if check(m.group(0)):
-                yield Redaction(m.start(), m.end(), kind, PLACEHOLDERS[kind])
+    folded = _fold(text)
+    for kind, find in _FINDERS:
+        for start, end in find(folded):
+            yield Redaction(start, end, kind, PLACEHOLDERS[kind])
 
 
 def find_pii(text: str) -> list[Redaction]:

@@ -10,7 +10,7 @@ import pytest
 from portamem import Memory, Settings
 from portamem.pipeline import WriteContext
 from portamem.plugins import Hooks, get_plugin_manager
-from portamem_plugins.redact import cn_id_valid, find_pii, luhn_valid
+from portamem_plugins.redact import cn_id15_valid, cn_id_valid, find_pii, luhn_valid
 
 # GB 11643: sum(digit_i * weight_i) mod 11 indexes "10X98765432"
 #   11010519491231002X: 1*7+1*9+0*10+1*5+0*8+5*4+1*2+9*1+4*6+9*3+1*7+2*9+3*10+1*5+0*8+0*4+2*2 = 167; 167 % 11 = 2 -> "X"
@@ -193,3 +193,133 @@ def test_resident_ids_inside_chinese_text(text: str, number: str) -> None:
     off = _one_off(number) if not number[-1] in "Xx" else number[:-1] + "1"  # X -> 1 breaks the check digit
     assert not cn_id_valid(off)
     assert find_pii(text.replace(number, off)) == []
+
+
+# ---------------------------------------------------------------------- formats people write by hand
+# (text, the span that must become the placeholder); each in an English and a Chinese sentence
+WRITTEN_FORMATS = [
+    # a card number wrapped onto the next line, with or without spaces
+    ("my card is 4539 1488\n0343 6467, expires 12/29", "4539 1488\n0343 6467", "bank_card"),
+    ("卡号是4539148803\n436467，下个月到期", "4539148803\n436467", "bank_card"),
+    ("card:\n4539 1488 0343\r\n6467 thanks", "4539 1488 0343\r\n6467", "bank_card"),
+    # Arabic-Indic, Persian and Devanagari digits
+    ("card number \u0664\u0665\u0663\u0669\u0661\u0664\u0668\u0668\u0660\u0663\u0664\u0663\u0666\u0664\u0666\u0667 ok",
+     "\u0664\u0665\u0663\u0669\u0661\u0664\u0668\u0668\u0660\u0663\u0664\u0663\u0666\u0664\u0666\u0667", "bank_card"),
+    ("卡号\u06f4\u06f5\u06f3\u06f9 \u06f1\u06f4\u06f8\u06f8 \u06f0\u06f3\u06f4\u06f3 \u06f6\u06f4\u06f6\u06f7，请保密",
+     "\u06f4\u06f5\u06f3\u06f9 \u06f1\u06f4\u06f8\u06f8 \u06f0\u06f3\u06f4\u06f3 \u06f6\u06f4\u06f6\u06f7", "bank_card"),
+    ("phone \u0967\u0969\u096e\u0967\u0968\u0969\u096a\u096b\u096c\u096d\u096e please",
+     "\u0967\u0969\u096e\u0967\u0968\u0969\u096a\u096b\u096c\u096d\u096e", "phone"),
+    # Chinese mobiles grouped 4-3-4, 3-4-4 and 7-4
+    ("text me on 1381 234 5678 tonight", "1381 234 5678", "phone"),
+    ("我的手机是1381-234-5678，随时打", "1381-234-5678", "phone"),
+    ("call 138 1234 5678 after six", "138 1234 5678", "phone"),
+    ("手机号1381234 5678，微信同号", "1381234 5678", "phone"),
+    # landlines with their area code
+    ("the office line is 010-12345678, ext 2", "010-12345678", "phone"),
+    ("办公室电话(010) 1234 5678，工作日有人接", "(010) 1234 5678", "phone"),
+    ("店里电话0755-8888 6666，营业到晚上十点", "0755-8888 6666", "phone"),
+    ("call the Shanghai office on 021 6123 4567", "021 6123 4567", "phone"),
+    ("北京办公室：+86 10 6552 9988", "+86 10 6552 9988", "phone"),
+    ("reach us at +86-21-61234567 any time", "+86-21-61234567", "phone"),
+    # 15-digit first-generation resident ids (1949-12-31, Beijing Chaoyang)
+    ("his old ID card reads 110105491231002.", "110105491231002", "cn_id"),
+    ("老身份证号码110105 491231 002还能用吗", "110105 491231 002", "cn_id"),
+    # internationalised, accented and Chinese addresses
+    ("write to josé@exämple.com about it", "josé@exämple.com", "email"),
+    ("邮箱是user@例子.中国，谢谢", "user@例子.中国", "email"),
+    ("我的邮箱是张三@example.com谢谢", "张三@example.com", "email"),
+    ("send it to 张三@example.com please", "张三@example.com", "email"),
+    ("mail zoë.müller@universität-köln.de tomorrow", "zoë.müller@universität-köln.de", "email"),
+    ("我的邮箱13812345678@163.com", "13812345678@163.com", "email"),
+    # spelt-out addresses
+    ("you can reach dave at example dot com", "dave at example dot com", "email"),
+    ("contact: dave [at] example [dot] com", "dave [at] example [dot] com", "email"),
+    ("email dave(at)example.com for the slides", "dave(at)example.com", "email"),
+    ("write to J.Smith AT uni-bonn DOT de", "J.Smith AT uni-bonn DOT de", "email"),
+    ("我的邮箱dave艾特example点com，有事联系", "dave艾特example点com", "email"),
+    ("联系邮箱 dave (at) qq (dot) com", "dave (at) qq (dot) com", "email"),
+    ("mail me: dave @ example . com", "dave @ example . com", "email"),
+]
+
+
+@pytest.mark.parametrize(("text", "span", "kind"), WRITTEN_FORMATS)
+def test_formats_people_write_are_redacted(text: str, span: str, kind: str) -> None:
+    assert [(text[r.start:r.end], r.kind) for r in find_pii(text)] == [(span, kind)]
+    assert span not in _redact(text)
+
+
+@pytest.mark.parametrize(("text", "number"), [
+    ("card number \u0664\u0665\u0663\u0669\u0661\u0664\u0668\u0668\u0660\u0663\u0664\u0663\u0666\u0664\u0666\u0667",
+     "\u0664\u0665\u0663\u0669\u0661\u0664\u0668\u0668\u0660\u0663\u0664\u0663\u0666\u0664\u0666\u0667"),
+    ("my card is 4539 1488\n0343 6467", "4539 1488\n0343 6467"),
+])
+def test_a_card_in_other_digits_or_over_two_lines_still_needs_its_luhn_digit(text: str, number: str) -> None:
+    last = max(i for i, ch in enumerate(number) if ch.isdigit())
+    off = number[:last] + chr(ord(number[last]) - 1 if number[last] not in "0\u0660" else ord(number[last]) + 1)
+    assert not luhn_valid(off) and find_pii(text.replace(number, off)) == []
+
+
+@pytest.mark.parametrize(("number", "valid"), [
+    ("110105491231002", True),   # Beijing, born 1949-12-31
+    ("440308990101123", True),   # Shenzhen, born 1999-01-01
+    ("110105490230002", False),  # 30 February
+    ("200105491231002", False),  # no province 20
+    ("110105491231000", False),  # sequence 000
+    ("11010549123100", False),   # 14 digits
+])
+def test_first_generation_id_structure(number: str, valid: bool) -> None:
+    assert cn_id15_valid(number) is valid
+
+
+@pytest.mark.parametrize("text", [
+    # numbers that are not a card: grouped unlike one, or a list over several lines
+    "Order #112-4827193-5520391 should arrive by Thursday.",
+    "scores:\n4539\n1488\n0343\n6467",
+    "figures 45 39 14 88 03 43 64 67 for the quarter",
+    # 15 digits that are neither a first-generation id nor pass Luhn
+    "订单号202401150001235，明天发货",
+    "tracking 356938035643808 on the box",
+    # times, versions, years and area codes alone
+    "we meet at 0930 and leave at 1130",
+    "上海的区号是021，北京是010，广州是020。",
+    "version 0.12.3 and build 2024-05-20",
+    # "at" and "dot" as the words they usually are
+    "Nate was at the dot com startup in 2000 before it folded.",
+    "Meet me at Starbucks dot com style, I mean the one with the app.",
+    "I work at amazon.com now, in the Seattle office.",
+    "The dot com bubble burst in 2000.",
+    "look at this dot, it's the smallest planet",
+    # @ in handles and mentions
+    "@张三 明天的会改到下午了",
+    "thanks @dave for the photos",
+    "我在@北京 出差",
+])
+def test_written_numbers_and_words_that_are_not_pii_stay(text: str) -> None:
+    assert find_pii(text) == [], [(text[r.start:r.end], r.kind) for r in find_pii(text)]
+
+
+def test_every_decimal_digit_script_folds_to_its_value() -> None:
+    import sys
+    import unicodedata
+
+    zeros = [cp for cp in range(sys.maxunicode + 1)
+             if unicodedata.category(chr(cp)) == "Nd" and unicodedata.decimal(chr(cp)) == 0]
+    card = "4539148803436467"
+    for zero in zeros:
+        written = "".join(chr(zero + int(d)) for d in card)
+        assert [(r.start, r.end, r.kind) for r in find_pii(f"card {written} ok")] == [(5, 21, "bank_card")], hex(zero)
+
+
+def test_written_formats_reach_no_stored_byte(memory: Memory, settings: Settings) -> None:
+    secrets = [span for _, span, _ in WRITTEN_FORMATS]
+    for i, (text, _, _) in enumerate(WRITTEN_FORMATS):
+        memory.save_memory(text, user_id="u1", metadata={"note": text}, session_id=f"s{i % 3}")
+    stored = memory.list_memories(user_id="u1")
+    assert len(stored) == len(WRITTEN_FORMATS)
+    assert all(not any(s in r.content for s in secrets) for r in stored)
+    memory.close()
+    found = []
+    for path in (p for p in Path(settings.path).rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        found += [f"{path.name}: {s!r}" for s in secrets if s.encode() in data or s.encode("utf-16-le") in data]
+    assert not found, found
