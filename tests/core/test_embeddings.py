@@ -52,3 +52,12 @@ def test_changing_model_reindexes_and_never_mixes_vectors(tmp_path, embedder) ->
     with Memory(settings=settings, embedder=embedder) as mem:  # and back again
         assert mem.get_memory(rec.memory_id, user_id="u").embedding_model == embedder.name
         assert mem.search_memory("where is the spare tyre?", user_id="u")[0].memory_id == rec.memory_id
+
+
+def test_null_hash_pseudo_embedder_is_deterministic_and_normalised() -> None:
+    emb = get_embedder("null-hash")
+    a = emb.embed(["My coffee order is in Berlin", "My coffee order is in Berlin", "piano lessons"])
+    assert a.shape == (3, 384) and a.dtype == np.float32
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0)
+    assert np.array_equal(a[0], a[1])  # the same text, the same vector, in any process (crc32, not hash())
+    assert a[0] @ a[2] < 0.5 < a[0] @ emb.embed(["coffee order Berlin"], kind="query")[0]
