@@ -503,7 +503,8 @@ class Memory:
         draft = episode_draft(self.parts, list(turns), user_id=user_id, tenant_id=tenant_id, session_id=session_id)
         if draft is None:
             return None
-        return self.save_memories([draft], user_id=user_id, tenant_id=tenant_id)[0]
+        # the write path's own draft (its metadata holds the turns, keys callers may not set): checked, not bounded
+        return write(self.parts, [draft], user_id=user_id, tenant_id=tenant_id, explicit=True)[0]
 
     def clear_context(self, *, user_id: str, session_id: str | None = None, tenant_id: str | None = None) -> None:
         """Drop the working window (of one session, or all) without writing episodic memory."""

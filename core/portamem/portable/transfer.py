@@ -11,7 +11,10 @@ are accepted when their record count matches the header's (they carry no checksu
 line or a cut among the turns goes unnoticed). Every imported record goes through the guard and PII
 redaction again. Its ``source``, ``trust`` and ``status`` are the file's only in a trusted restore
 (``trusted=True``); otherwise the file may hold a record back (pending, quarantined, deleted, lower
-trust, the web source) but never release or raise one. A record whose id another tenant or user
+trust, the web source) but never release or raise one, and the metadata keys the write path owns
+(``portamem.write.validation.RESERVED_METADATA_KEYS``: guard verdicts, redactions and sealed
+originals, trust notes, how a memory was written) are dropped, not believed; a trusted restore keeps
+them as the file has them (the guard and redaction still run again and add their own). A record whose id another tenant or user
 holds is given a fresh id derived from its owner and the file's id (kept in
 ``metadata["imported_id"]``); the other owner's record is neither touched nor reported.
 """
@@ -411,6 +414,8 @@ def _record(parts: Components, raw: Any, tenant_id: str | None, trusted: bool) -
     check.check_summary(s, rec.summary)
     rec.entities = check.check_entities(s, rec.entities) or []
     rec.metadata = check.check_json(s, "metadata", rec.metadata)
+    if not trusted:  # the file's guard verdicts, sealed originals and notes are not taken on its word
+        rec.metadata = check.check_provenance("metadata", rec.metadata, strip=True)
     if not isinstance(rec.triples, list) or not all(isinstance(t, list) for t in rec.triples):
         raise ValidationError("triples must be a list of lists of strings")
     for t in rec.triples:

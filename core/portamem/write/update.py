@@ -11,6 +11,7 @@ from ..components import Components
 from ..records import MemoryRecord, Status
 from .requests import MemoryDraft
 from .save import build_record, prepare
+from .validation import check_provenance
 
 __all__ = ["rewrite"]
 
@@ -28,7 +29,7 @@ def rewrite(parts: Components, old: MemoryRecord, *, content: str | None,
         source=old.source, trust=old.trust, session_id=old.session_id, agent_id=old.agent_id,
         kind=old.kind, summary=None if content is not None else old.summary,
         entities=None if content is not None else old.entities,
-        metadata=dict(old.metadata if metadata is None else metadata),
+        metadata=dict(old.metadata) if metadata is None else check_provenance("metadata", metadata, kept=old.metadata),
         created_at=old.created_at, key=old.key, key_namespace=old.key_namespace or (),
     )
     record = build_record(parts, draft, user_id=old.user_id, tenant_id=old.tenant_id)

@@ -40,6 +40,8 @@ __all__ = [
     "check_top_k",
     "check_flag",
     "check_json",
+    "check_provenance",
+    "RESERVED_METADATA_KEYS",
     "check_entities",
     "check_summary",
     "check_datetime",
@@ -201,6 +203,33 @@ def check_json(settings: Settings, name: str, value: Any, *, bounded: bool = Tru
     return dict(json.loads(text))
 
 
+#: metadata keys the write path owns, its provenance: the guard's verdict (``guard``), what redaction took
+#: out and sealed (``redactions``, ``pii_vault``), the trust review's notes (``trust``), how a memory was
+#: written (``trigger``, ``promote_to``, ``turns``, ``episode``, ``covers``, ``tool``), a merge waiting on
+#: a supersession (``merged_pending``) and the file id of an import (``imported_id``)
+RESERVED_METADATA_KEYS = frozenset({
+    "guard", "pii_vault", "redactions", "trust", "trigger", "promote_to", "turns", "episode", "covers", "tool",
+    "merged_pending", "imported_id",
+})
+
+
+def check_provenance(name: str, metadata: Mapping[str, Any], *, kept: Mapping[str, Any] | None = None,
+                     strip: bool = False) -> dict[str, Any]:
+    """A caller's metadata without the keys the write path owns (``RESERVED_METADATA_KEYS``): one of them
+    is refused with ``ValidationError`` (a forged guard verdict or sealed original would read as real), or
+    dropped with ``strip`` (an untrusted import: the file's provenance is not taken on its word). ``kept``,
+    a stored memory's metadata, gives its own provenance back (an update keeps how the memory was written).
+    """
+    forged = sorted(k for k in metadata if k in RESERVED_METADATA_KEYS)
+    if forged and not strip:
+        raise ValidationError(f"{name} may not set {forged}: portamem writes these keys itself (guard verdicts, "
+                              "redactions, trust notes, how a memory was written); use other names")
+    out = {k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS}
+    if kept:
+        out.update((k, v) for k, v in kept.items() if k in RESERVED_METADATA_KEYS)
+    return out
+
+
 def check_entities(settings: Settings, value: Any, *, bounded: bool = True) -> list[str] | None:
     """None (let the extractor find them) or at most ``max_entities`` strings of ``max_entity_chars``."""
     if value is None:
@@ -327,7 +356,8 @@ def check_key(key: Any, *, max_chars: int) -> str:
 def check_draft(settings: Settings, draft: Any, *, bounded: bool = True) -> MemoryDraft:
     """A draft with every field checked and normalised (enums, a JSON copy of metadata, an aware time).
 
-    ``bounded`` as in :func:`check_json`: summaries, entities and metadata of caller input are bounded.
+    ``bounded`` as in :func:`check_json`: summaries, entities and metadata of caller input are bounded,
+    and caller metadata may not set the keys the write path owns (:func:`check_provenance`).
     """
     if not isinstance(draft, MemoryDraft):
         raise ValidationError(f"expected a MemoryDraft, got {_describe(draft)}")
@@ -341,6 +371,9 @@ def check_draft(settings: Settings, draft: Any, *, bounded: bool = True) -> Memo
         check_number("half_life_days", draft.half_life_days, 1e-9, 1e9)
     summary = check_summary(settings, draft.summary, bounded=bounded)
     entities = check_entities(settings, draft.entities, bounded=bounded)
+    metadata = check_json(settings, "metadata", draft.metadata, bounded=bounded)
+    if bounded:
+        check_provenance("metadata", metadata)
     return replace(
         draft,
         content=check_content(settings, draft.content),
@@ -352,7 +385,7 @@ def check_draft(settings: Settings, draft: Any, *, bounded: bool = True) -> Memo
         agent_id=check_id(settings, "agent_id", draft.agent_id, optional=True),
         summary=summary,
         entities=entities,
-        metadata=check_json(settings, "metadata", draft.metadata, bounded=bounded),
+        metadata=metadata,
         created_at=check_datetime("created_at", draft.created_at),
         key=None if draft.key is None else check_key(draft.key, max_chars=settings.max_id_chars),
         key_namespace=draft.key_namespace if draft.key is None else join_namespace(draft.key_namespace),
