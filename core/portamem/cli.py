@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from . import evaluation
+from . import evaluation, scenarios
 from .config import Settings
 from .connect import open_memory as _open
 from .connect import progress_bar as _progress
@@ -263,6 +263,27 @@ def _no_args(p: argparse.ArgumentParser) -> None:
     return None
 
 
+# ---------------------------------------------------------------------- eval
+#: the datasets ``portamem eval`` measures: (help, add its arguments, run it)
+EVAL_DATASETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
+    "locomo": ("Recall@K and MRR on LoCoMo conversations: hybrid vs pure vector vs pure BM25",
+               evaluation.add_eval_arguments, evaluation.run_eval),
+    "scenarios": ("the scenario suite: top-1 right, answer and stale values in the prompt, prompt precision",
+                  scenarios.add_arguments, scenarios.run),
+}
+
+
+def _add_eval(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="dataset", required=True, metavar="{" + ",".join(EVAL_DATASETS) + "}")
+    for name, (help_text, configure, run) in EVAL_DATASETS.items():
+        configure(sub.add_parser(name, help=help_text, description=(run.__doc__ or help_text).strip()))
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    """Measure retrieval: ``eval locomo FILE`` or ``eval scenarios``."""
+    return EVAL_DATASETS[args.dataset][2](args)
+
+
 COMMANDS: list[Command] = [
     ("demo", "run a scripted conversation, then recall from memory", _add_demo, cmd_demo),
     ("search", "hybrid search of one user's memories", _add_search, cmd_search),
@@ -275,8 +296,7 @@ COMMANDS: list[Command] = [
     ("confirm", "activate a pending memory after review", _add_memory, cmd_confirm),
     ("reveal", "print a redacted memory's original (needs the vault private key)", _add_reveal, cmd_reveal),
     ("vault-keygen", "make a key pair for sealing redacted originals", _add_vault_keygen, cmd_vault_keygen),
-    ("eval", "retrieval quality on LoCoMo: hybrid vs pure-vector vs pure-BM25", evaluation.add_eval_arguments,
-     evaluation.run_eval),
+    ("eval", "retrieval quality: LoCoMo (hybrid vs vector vs BM25) or the scenario suite", _add_eval, _run_eval),
     ("tune", "grid-search the weights on a labelled set, report them held out", evaluation.add_tune_arguments,
      evaluation.run_tune),
     ("calibrate", "measure an embedder's cosine between unrelated pairs (for absolute scores)",

@@ -375,6 +375,8 @@ def evaluate_locomo(
     empty = {"hybrid": 0, "relative": 0}
     asked = 0
     returned: list[int] = []
+    #: per question with a non-empty prompt, the share of its lines (the top ``settings.top_k`` hits) that are evidence
+    precision: list[float] = []
     # the candidate lists must reach past the deepest cut-off for the baselines to be whole
     settings = settings.replace(candidate_k=max(settings.candidate_k, depth))
     ingested = 0
@@ -398,6 +400,9 @@ def evaluate_locomo(
                 for method, memory_ids in ranked.items():
                     tallies[method].add(q.category, [ids.get(m, "?") for m in memory_ids], q.evidence)
                 returned.append(len(hits))
+                prompt = [ids.get(h.memory_id) for h in hits[:settings.top_k]]
+                if prompt:
+                    precision.append(sum(d in q.evidence for d in prompt) / len(prompt))
                 bar.update(1)
             bar.close()
             if negatives and len(everything) > 1:
@@ -431,6 +436,8 @@ def evaluate_locomo(
         "min_score": settings.min_score,
         "results": results,
         "mean_returned": round(float(np.mean(returned)), 2) if returned else 0.0,
+        "prompt_precision": {"top_k": settings.top_k, "questions": len(precision),
+                             "mean": round(float(np.mean(precision)), 4) if precision else None},
         "gate": gate_savings(convs),
         "negatives": {"questions": asked, **{m: round(n / asked, 4) if asked else None for m, n in empty.items()}},
         "margins": {
@@ -467,6 +474,10 @@ def format_evaluation(report: Mapping[str, Any]) -> str:
                      f"nothing returned for {neg['hybrid']:.1%} (hybrid, min_score {report['min_score']:g}), "
                      f"{neg['relative']:.1%} (relative scale, no threshold); hybrid returned "
                      f"{report['mean_returned']:g} of at most {report['mrr_depth']} per own question")
+    prec = report.get("prompt_precision") or {}
+    if prec.get("mean") is not None:
+        lines.append(f"prompt precision (share of the top {prec['top_k']} hybrid hits that are evidence turns, "
+                     f"{prec['questions']} questions with a prompt): {prec['mean']:.3f}")
     gate = report.get("gate")
     if gate:
         lines.append(f"pre-think gate (off by default): would skip recall for {gate['turns_skipped']:.1%} of "
@@ -668,7 +679,7 @@ def format_tuning(report: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------------- the CLI's eval and tune commands
 def add_eval_arguments(p: Any) -> None:
-    p.add_argument("dataset", choices=["locomo"], help="dataset format")
+    """The arguments of ``portamem eval locomo`` (the CLI puts them under its ``locomo`` dataset)."""
     p.add_argument("file", help="a LoCoMo json file (a list of conversations)")
     p.add_argument("--k", type=int, nargs="+", default=[5, 10], help="cut-offs for Recall@K (default: 5 10)")
     p.add_argument("--conversations", type=_indices, help="which conversations, e.g. 0-2 or 0,3 (default: all)")

@@ -12,7 +12,7 @@ From the bottom up (``LAYERS`` lists them top first):
 - ``background`` (the indexer runs the write path's review);
 - ``lifecycle``, then ``portable``;
 - the entry points: the ``Memory`` facade, ``RemoteMemory``, recall and messages over either, the
-  CLI, the evaluator and the server.
+  CLI, the evaluators (LoCoMo, the scenario suite) and the server.
 
 An import may only go down (or stay within its own package); no module imports in a circle; and
 ``portamem.memory`` is imported by entry points only, never by the stages it is built from.
@@ -32,8 +32,8 @@ import portamem
 
 ROOT = Path(portamem.__file__).resolve().parent
 
-ENTRY_POINTS = grimp.Layer("memory", "recall", "messages", "client", "connect", "migration", "evaluation", "cli",
-                           "__main__", "server", independent=False)
+ENTRY_POINTS = grimp.Layer("memory", "recall", "messages", "client", "connect", "migration", "evaluation", "scenarios",
+                           "cli", "__main__", "server", independent=False)
 KERNEL = grimp.Layer("errors", "records", "filters", "text", "entities", "duplicates", "statements", "config",
                      "embeddings", "pipeline", "hookspecs", "plugins", "vault", independent=False)
 #: top first: a module may import from its own layer's package or any layer below it
