@@ -61,6 +61,9 @@ class Settings:
     #: embedding model: a registered name (see ``portamem.embeddings.available_embedders``)
     #: or ``st:<path-or-name>`` for any sentence-transformers model
     embedder: str = "multilingual-e5-small-q4"
+    #: processes that run the embedding model, each on one thread, outside this process's GIL
+    #: (``portamem.embeddings.ProcessEmbedder``); None: one per core; 0: in this process
+    embed_workers: int | None = None
     tenant_id: str = "default"
     #: bounds of caller input (``portamem.write.validation``): longer or bigger values are refused with a
     #: ValidationError before anything is written
@@ -145,6 +148,8 @@ class Settings:
         if any(isinstance(getattr(self, b), bool) or not isinstance(getattr(self, b), int) or getattr(self, b) < 1
                for b in bounds):
             raise ConfigError(f"{', '.join(bounds)} must be integers >= 1")
+        if self.embed_workers is not None and (isinstance(self.embed_workers, bool) or self.embed_workers < 0):
+            raise ConfigError(f"embed_workers must be None (one per core) or an integer >= 0, got {self.embed_workers}")
         if self.top_k > self.max_top_k:
             raise ConfigError(f"top_k ({self.top_k}) must not exceed max_top_k ({self.max_top_k})")
         if self.index_batch < 1 or self.search_wait_s < 0 or self.index_wait_s <= 0 or self.replica_budget_mb < 0 \

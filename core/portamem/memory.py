@@ -91,7 +91,7 @@ class Memory:
             settings = settings.replace(path=str(path))
         self.settings = settings
         self.tenant_id = check.check_id(settings, "tenant_id", settings.tenant_id if tenant_id is None else tenant_id)
-        self.embedder = embedder or get_embedder(settings.embedder)
+        self.embedder = embedder or get_embedder(settings.embedder, workers=settings.embed_workers)
         self.plugins = plugins if plugins is not None else get_plugin_manager()
         self.hooks = Hooks(self.plugins)
         #: seals the originals of redacted memories when a vault public key is set

@@ -61,3 +61,40 @@ def test_null_hash_pseudo_embedder_is_deterministic_and_normalised() -> None:
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0)
     assert np.array_equal(a[0], a[1])  # the same text, the same vector, in any process (crc32, not hash())
     assert a[0] @ a[2] < 0.5 < a[0] @ emb.embed(["coffee order Berlin"], kind="query")[0]
+
+
+def test_worker_processes_embed_as_the_model_does_in_process(embedder) -> None:
+    from portamem.embeddings import ProcessEmbedder, get_embedder
+
+    in_process = get_embedder(embedder.name, workers=0)
+    assert not isinstance(in_process, ProcessEmbedder)
+    pool = get_embedder(embedder.name, workers=2)
+    assert isinstance(pool, ProcessEmbedder) and pool.parallel == 2
+    assert (pool.name, pool.version, pool.dim) == (in_process.name, in_process.version, in_process.dim)
+    texts = [f"note {i}: the dentist moved to Friday" for i in range(19)] + ["我下个月去上海参加烘焙展。"]
+    assert np.allclose(pool.embed(texts), in_process.embed(texts), atol=1e-6)  # split across workers, in order
+    assert np.allclose(pool.embed(texts[:1], kind="query"), in_process.embed(texts[:1], kind="query"), atol=1e-6)
+    assert pool.embed([]).shape == (0, pool.dim)
+
+
+def test_a_dead_worker_is_replaced_and_a_model_error_is_typed() -> None:
+    import os
+    import signal
+
+    from portamem.embeddings import ProcessEmbedder
+
+    pool = ProcessEmbedder("portamem.embeddings:HashEmbedder", 2)
+    try:
+        expected = pool.embed(["the garden needs water"])
+        for pid in pool.pids:
+            os.kill(pid, signal.SIGKILL)
+        assert np.array_equal(pool.embed(["the garden needs water"]), expected)  # retried on a fresh worker
+        with pytest.raises(EmbeddingError):
+            pool.embed([None])  # type: ignore[list-item]  # the worker's own error, typed
+        assert pool.embed(["still works"]).shape == (1, 384)
+    finally:
+        pool.close()
+    with pytest.raises(EmbeddingError, match="importable"):
+        from portamem.embeddings import register_embedder
+
+        register_embedder("local-one", lambda: pool, processes=True)  # type: ignore[arg-type,return-value]
