@@ -414,7 +414,7 @@ def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder) -> _Run
             out.counts[f"{kind}_turns"] += len(which)
             for turn, record in stored_turns(records, which):
                 out.stored.append({**base, "kind": kind, "turn": turn.user, "memory": record.content,
-                                   "type": record.type.value, "memory_id": record.memory_id})
+                                   "type": record.type.value})
         if isinstance(embedder, CachedEmbedder):
             embedder.embed([q.question for q in scenario.questions], kind="query")
         for q in scenario.questions:
