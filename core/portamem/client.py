@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import json
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -31,7 +32,10 @@ from .errors import FrameworkNotInstalledError, PermissionDeniedError, StoreErro
 from .filters import SearchFilters
 from .messages import Message
 from .portable import wire
-from .records import MemoryType, Source, Trust, to_iso
+from .read.prompt import format_memories
+from .read.trace import TraceEntry
+from .read.trace import explain as explain_search
+from .records import MemoryType, SearchHit, Source, Trust, to_iso
 from .write.requests import MemoryDraft
 from .write.validation import check_private_key
 
@@ -246,20 +250,44 @@ class RemoteMemory:
         self, query: str, *, user_id: str, filters: SearchFilters | Mapping[str, Any] | None = None,
         top_k: int | None = None, tenant_id: str | None = None, now: datetime | None = None,
         sources: Sequence[str] | None = None, weights: Mapping[str, float] | None = None,
-        window_session: str | None = None, shown: Iterable[str] = (), debug: bool = False, trace: Any = None,
+        window_session: str | None = None, shown: Iterable[str] = (), debug: bool | IO[str] = False,
+        trace: list[TraceEntry] | None = None,
         touch: bool = False,
     ) -> _Call:
-        """Hybrid search of one user's memories, each hit with its score breakdown and provenance."""
+        """Hybrid search of one user's memories, each hit with its score breakdown and provenance.
+
+        ``debug`` and ``trace`` as in ``Memory.search_memory`` (the server sends every candidate's sources,
+        scores and fate; the key needs the ``debug`` scope): ``debug`` prints the same candidate table to
+        stderr or the stream given, ``trace`` collects the ``TraceEntry`` objects."""
         self._tenant(tenant_id)
-        if now is not None or debug or trace is not None:
-            raise ValidationError("now, debug and trace are in-process options; a server searches at its own time")
+        if now is not None:
+            raise ValidationError("now is an in-process option; a server searches at its own time")
+        if trace is not None and not isinstance(trace, list):
+            raise ValidationError(f"trace must be a list or None, got {type(trace).__name__}")
+        if not isinstance(debug, bool) and not callable(getattr(debug, "write", None)):
+            raise ValidationError(f"debug must be True, False or a text stream, got {type(debug).__name__}")
+        wanted = bool(debug) or trace is not None
         body: dict[str, Any] = {"user_id": user_id, "query": query, "top_k": top_k, "filters": _filters(filters),
                                 "window_session": window_session, "shown": list(shown), "touch": touch}
         if sources is not None:
             body["sources"] = list(sources)
         if weights is not None:
             body["weights"] = dict(weights)
-        return _Call("POST", "/v1/search", body, decode=lambda b: [wire.load_hit(h) for h in b["hits"]])
+        if wanted:
+            body["debug"] = True
+
+        def decode(answer: Any) -> list[SearchHit]:
+            hits = [wire.load_hit(h) for h in answer["hits"]]
+            if wanted:
+                entries = [wire.load_trace(e) for e in answer.get("trace", [])]
+                if trace is not None:
+                    trace.extend(entries)
+                if debug:
+                    print(explain_search(query, entries, format_memories(hits)),
+                          file=sys.stderr if debug is True else debug)
+            return hits
+
+        return _Call("POST", "/v1/search", body, decode=decode)
 
     def _get_memory(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> _Call:
         self._tenant(tenant_id)
@@ -529,9 +557,11 @@ class RemoteMemory:
 
     flush, aflush = _twins(_flush)
 
-    def stats(self) -> dict[str, Any]:
-        """The server's write-queue counters."""
-        return dict(self._run(_Call("GET", "/v1/stats")))
+    def stats(self, *, all_tenants: bool = False) -> dict[str, Any]:
+        """The key's tenant's write-queue counters; ``all_tenants`` (an ``admin`` key) the whole server's,
+        the indexer's lag included."""
+        params = {"all_tenants": True} if all_tenants else {}
+        return dict(self._run(_Call("GET", "/v1/stats", params=params)))
 
 
 def _namespace(namespace: str | Sequence[str]) -> str:

@@ -77,7 +77,8 @@ class Settings:
     max_entity_chars: int = 256
     #: the largest top_k a search accepts
     max_top_k: int = 1000
-    #: working window size, in turns (a user message plus the reply)
+    #: working window size, in turns (a user message plus the reply); when it is full, its oldest half
+    #: leaves together and becomes one episode of several turns
     window_turns: int = 8
     top_k: int = 5
     #: candidates fetched from each retriever before merging
@@ -91,6 +92,12 @@ class Settings:
     #: share of the final score taken off per share of the query's entities that no memory of the
     #: user holds (a question about someone never mentioned); 0.7 from LoCoMo conversations 0-2
     unknown_entity_penalty: float = 0.7
+    #: a search whose hits go to a prompt (``touch``: ``recall`` and the adapters) leaves out hits
+    #: below this share of the best hit's score, and hits with less query evidence (vector, keyword,
+    #: entity) than ``prompt_min_evidence``: filler lines cost tokens and mislead (tuned on the
+    #: scenario suite's dev split, ``portamem eval scenarios``)
+    prompt_margin: float = 0.5
+    prompt_min_evidence: float = 0.1
     #: ``{"mean": .., "std": ..}`` of the embedder's cosine between unrelated (query, passage) pairs,
     #: for a model ``portamem.read.calibration.CALIBRATIONS`` lacks (measure it with ``portamem calibrate``)
     vector_calibration: dict[str, float] | None = None
@@ -139,8 +146,25 @@ class Settings:
     #: base64 X25519 public key (``portamem vault-keygen``): when set, the originals of redacted
     #: memories are sealed to it; only the matching private key, kept away from the store, reveals them
     pii_vault_public_key: str | None = None
+    #: ``portamem serve``: the largest request body taken (bytes); a longer one is refused with HTTP 413
+    #: while it is read, before any of it is parsed or its key checked. The import route keeps its own
+    #: limit (512 MiB, spooled to disk). 4 MiB holds a save with the largest metadata (max_metadata_bytes)
+    server_max_body_bytes: int = 4 * 1024 * 1024
+    #: ``portamem serve``: the Host names (``name`` or ``name:port``) a request may carry, beside the loopback
+    #: names a server on a loopback address always takes; a server on a loopback address refuses any other
+    #: Host with HTTP 421 (the DNS-rebinding defence); on another address the list applies only when given.
+    #: From the environment: comma-separated
+    server_allowed_hosts: list[str] | None = None
+    #: ``portamem serve``: how often the API key cache looks for a created or revoked key (seconds; a revoked
+    #: key is refused within about this long, also when another process revoked it)
+    server_key_refresh_s: float = 0.5
+    #: ``portamem serve``: how often ``/metrics``' store size per tenant and eviction/purge counts are read
+    #: from the store (seconds), so a scrape never counts the rows itself
+    server_metrics_refresh_s: float = 30.0
 
     def __post_init__(self) -> None:
+        if self.embed_workers is not None and (isinstance(self.embed_workers, bool) or self.embed_workers < 0):
+            raise ConfigError(f"embed_workers must be None (one per core) or an integer >= 0, got {self.embed_workers}")
         if self.max_content_chars < 1 or self.window_turns < 0 or self.top_k < 1:
             raise ConfigError("max_content_chars and top_k must be >= 1, window_turns >= 0")
         bounds = ("max_id_chars", "max_summary_chars", "max_metadata_bytes", "max_metadata_depth", "max_entities",
@@ -148,8 +172,6 @@ class Settings:
         if any(isinstance(getattr(self, b), bool) or not isinstance(getattr(self, b), int) or getattr(self, b) < 1
                for b in bounds):
             raise ConfigError(f"{', '.join(bounds)} must be integers >= 1")
-        if self.embed_workers is not None and (isinstance(self.embed_workers, bool) or self.embed_workers < 0):
-            raise ConfigError(f"embed_workers must be None (one per core) or an integer >= 0, got {self.embed_workers}")
         if self.top_k > self.max_top_k:
             raise ConfigError(f"top_k ({self.top_k}) must not exceed max_top_k ({self.max_top_k})")
         if self.index_batch < 1 or self.search_wait_s < 0 or self.index_wait_s <= 0 or self.replica_budget_mb < 0 \
@@ -169,6 +191,18 @@ class Settings:
                                   f"got {self.vector_calibration!r}")
         if self.maintain_interval_s is not None and not self.maintain_interval_s > 0:
             raise ConfigError(f"maintain_interval_s must be a positive number of seconds, got {self.maintain_interval_s}")
+        if not (0.0 <= self.prompt_margin <= 1.0 and 0.0 <= self.prompt_min_evidence <= 1.0):
+            raise ConfigError(f"prompt_margin and prompt_min_evidence must be in [0, 1], got {self.prompt_margin}, "
+                              f"{self.prompt_min_evidence}")
+        if isinstance(self.server_max_body_bytes, bool) or not isinstance(self.server_max_body_bytes, int) \
+                or self.server_max_body_bytes < 1024:
+            raise ConfigError(f"server_max_body_bytes must be an integer >= 1024, got {self.server_max_body_bytes!r}")
+        if self.server_allowed_hosts is not None and (
+                isinstance(self.server_allowed_hosts, str) or not isinstance(self.server_allowed_hosts, (list, tuple))
+                or not all(isinstance(h, str) and h.strip() for h in self.server_allowed_hosts)):
+            raise ConfigError(f"server_allowed_hosts must be a list of host names, got {self.server_allowed_hosts!r}")
+        if not (0 < self.server_key_refresh_s <= 60 and 0 < self.server_metrics_refresh_s <= 86400):
+            raise ConfigError("server_key_refresh_s must be in (0, 60] and server_metrics_refresh_s in (0, 86400]")
         if not 0.0 <= self.unknown_entity_penalty <= 1.0:
             raise ConfigError(f"unknown_entity_penalty must be in [0, 1], got {self.unknown_entity_penalty}")
         if any(not isinstance(w, (int, float)) or w < 0 for w in self.weights.values()):
@@ -232,6 +266,8 @@ def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
     try:
         if "dict" in kind:
             return json.loads(raw)
+        if kind.startswith("list"):  # a list of names: comma-separated (or a JSON list)
+            return json.loads(raw) if raw.lstrip().startswith("[") else [x.strip() for x in raw.split(",") if x.strip()]
         if kind == "bool":
             if raw.lower() not in {"1", "0", "true", "false", "yes", "no"}:
                 raise ValueError(raw)

@@ -23,6 +23,8 @@ __all__ = [
     "AuthenticationError",
     "PermissionDeniedError",
     "OverloadedError",
+    "PayloadTooLargeError",
+    "HostNotAllowedError",
 ]
 
 
@@ -123,6 +125,16 @@ class AuthenticationError(PortamemError):
 
 class PermissionDeniedError(PortamemError):
     """The API key may not do this: a read-only key writing, or a user or agent outside its scope."""
+
+
+class PayloadTooLargeError(ValidationError):
+    """A server request's body is larger than the server takes (HTTP 413, ``Settings.server_max_body_bytes``);
+    it was refused while being read, before any of it was parsed."""
+
+
+class HostNotAllowedError(PermissionDeniedError):
+    """A server request named a ``Host`` outside the server's allow-list (HTTP 421): the DNS-rebinding
+    defence of a loopback server (``Settings.server_allowed_hosts``, ``portamem serve --allowed-host``)."""
 
 
 class OverloadedError(StoreError):

@@ -14,6 +14,8 @@ from .. import errors
 from ..lifecycle.audit import AuditFinding
 from ..lifecycle.explain import Explanation, Retrieval
 from ..lifecycle.maintenance import MaintenanceReport
+from ..read.candidates import Candidate
+from ..read.trace import TraceEntry
 from ..records import MemoryRecord, ScoreBreakdown, SearchHit, Turn, from_iso, to_iso
 
 __all__ = [
@@ -34,10 +36,14 @@ __all__ = [
     "load_report",
     "dump_history",
     "load_history",
+    "dump_trace",
+    "load_trace",
 ]
 
 #: HTTP status of each error class; a subclass takes its nearest listed ancestor's
 STATUS: dict[type[errors.PortamemError], int] = {
+    errors.PayloadTooLargeError: 413,
+    errors.HostNotAllowedError: 421,
     errors.ValidationError: 422,
     errors.ConfigError: 422,
     errors.VaultError: 422,
@@ -164,3 +170,21 @@ def dump_report(report: MaintenanceReport) -> dict[str, Any]:
 def load_report(data: dict[str, Any]) -> MaintenanceReport:
     return MaintenanceReport(evicted=list(data["evicted"]), purged=int(data["purged"]),
                              consolidated=[(k, list(m)) for k, m in data["consolidated"]])
+
+
+# ---------------------------------------------------------------------- a search's candidate table
+def dump_trace(entry: TraceEntry) -> dict[str, Any]:
+    """One candidate of a search as ``search_memory(trace=...)`` collects it (its vector left out)."""
+    c = entry.candidate
+    return {"memory_id": c.memory_id, "components": dict(c.components), "found_by": sorted(c.found_by),
+            "raw": dict(c.raw), "unknown_entities": c.unknown_entities,
+            "record": None if c.record is None else dump_record(c.record),
+            "final": entry.final, "fate": entry.fate, "rank": entry.rank}
+
+
+def load_trace(data: dict[str, Any]) -> TraceEntry:
+    record = data.get("record")
+    candidate = Candidate(memory_id=str(data["memory_id"]), components=dict(data["components"]),
+                          found_by=set(data["found_by"]), record=None if record is None else load_record(record),
+                          raw=dict(data.get("raw") or {}), unknown_entities=float(data.get("unknown_entities", 0.0)))
+    return TraceEntry(candidate=candidate, final=float(data["final"]), fate=str(data["fate"]), rank=data.get("rank"))

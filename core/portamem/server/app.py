@@ -9,6 +9,10 @@ Every route takes its tenant from the key (no body has a ``tenant_id``); a route
 memory answers a user outside the key's scope exactly as it answers a missing memory (404), so
 the API tells no one which memories exist. Writes go through the write queue (``queue.py``);
 reads run in worker threads. Errors leave as ``{"error": {"type", "message"}}`` (``portamem.portable.wire``).
+
+In front of the routes (``limits.Guard``): the Host allow-list (421) and the body limit (413), both
+before any parsing or key check; around everything, the request metrics (``metrics.Measured``).
+Keys are checked from memory (``auth.KeyCache``): a request with a known key makes no query.
 """
 
 # no `from __future__ import annotations`: FastAPI reads the route annotations, some of them local aliases
@@ -26,13 +30,15 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..storage.actor import acting_as
 from ..errors import (
     NotFoundError,
+    PayloadTooLargeError,
     PermissionDeniedError,
     PortamemError,
     ValidationError,
@@ -45,16 +51,21 @@ from ..write.requests import MemoryDraft, TurnRequest
 from . import schemas as s
 from .auth import Principal
 from .inspector import mount_inspector
+from .limits import MAX_IMPORT_BYTES, Guard
+from .metrics import CONTENT_TYPE_LATEST, Measured, Metrics
 from .state import ServerState
 
 __all__ = ["create_app", "ServerState"]
 
 log = logging.getLogger(__name__)
 
-#: largest import body taken (spooled to disk past 8 MiB)
-MAX_IMPORT_BYTES = 512 * 1024 * 1024
-
 _bearer = HTTPBearer(auto_error=False, description="an API key from `portamem keys create`")
+
+
+class _ErrorBody(BaseModel):
+    """The error body every failure leaves with (``portamem.portable.wire.error_body``)."""
+
+    error: dict[str, str]
 
 
 def _not_found(ids: Sequence[str]) -> NotFoundError:
@@ -132,25 +143,39 @@ def create_app(state: ServerState) -> FastAPI:
     """The FastAPI application over one ``ServerState`` (``portamem serve`` builds both)."""
     mem, q = state.memory, state.queue
 
+    metrics = state.metrics = Metrics(state)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         q.start()
+        state.start()
+        metrics.start()
         try:
             yield
         finally:
             await asyncio.to_thread(q.stop)
-            state.auth_pool.shutdown(wait=False)
+            metrics.stop()
+            state.stop()
 
     app = FastAPI(
         title="portamem", version="1", lifespan=lifespan,
         description="Portable long-term memory for LLM agents, shared over HTTP. The tenant comes from the "
                     "API key; errors are {\"error\": {\"type\": <portamem.errors class>, \"message\": ...}}.",
+        responses={413: {"description": "PayloadTooLargeError: the body is larger than the server takes",
+                         "model": _ErrorBody},
+                   421: {"description": "HostNotAllowedError: a Host the server does not answer to",
+                         "model": _ErrorBody}},
     )
     _install_error_handlers(app)
+    app.add_middleware(Guard, hosts=state.hosts, max_body_bytes=state.max_body_bytes)  # type: ignore[arg-type]
+    app.add_middleware(Measured, metrics=metrics)  # type: ignore[arg-type]
 
     async def principal(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
                         request: Request) -> Principal:
         token = creds.credentials if creds is not None else request.headers.get("x-api-key")
+        who = state.lookup(token)  # from memory: a known key costs no query and no thread hop
+        if who is not None:
+            return who
         return await asyncio.get_running_loop().run_in_executor(state.auth_pool, state.authenticate, token)
 
     Who = Annotated[Principal, Depends(principal)]
@@ -165,7 +190,7 @@ def create_app(state: ServerState) -> FastAPI:
     async def write(who: Principal, fn: Callable[[], Any], *, user_id: str | None) -> Any:
         who.check_write()
         with acting_as(who.key_id):
-            return await q.run(fn, user=None if user_id is None else (who.tenant_id, user_id))
+            return await q.run(fn, user=None if user_id is None else (who.tenant_id, user_id), tenant=who.tenant_id)
 
     async def on_memory(who: Principal, user_id: str, ids: Sequence[str], call: Any) -> Any:
         """Run ``call`` (an awaitable factory) for memories of ``user_id``; 404 alike for missing and out of scope."""
@@ -191,17 +216,34 @@ def create_app(state: ServerState) -> FastAPI:
         """The key's id, tenant and scope."""
         return {"key_id": who.key_id, "tenant_id": who.tenant_id,
                 "users": None if who.users is None else sorted(who.users),
-                "agents": None if who.agents is None else sorted(who.agents), "read_only": who.read_only}
+                "agents": None if who.agents is None else sorted(who.agents), "read_only": who.read_only,
+                "scopes": sorted(who.scopes)}
 
     @app.get("/v1/stats", tags=["service"])
-    async def stats(who: Who) -> dict[str, Any]:
-        """Write-queue counters (and the memory's own, where it keeps them)."""
-        out: dict[str, Any] = {"queue": q.stats.to_dict()}
+    async def stats(who: Who, all_tenants: bool = False) -> dict[str, Any]:
+        """The key's tenant's write-queue counters; with ``all_tenants`` (an ``admin`` key) the whole
+        server's: the queue of every tenant and the indexer's lag."""
+        own = q.stats.tenants.get(who.tenant_id)
+        counters = own.to_dict() if own is not None else {"operations": 0, "rejected": 0, "reads_audited": 0}
+        out: dict[str, Any] = {"tenant_id": who.tenant_id, "queue": {
+            "pending": q.pending_of(who.tenant_id), "max_pending": q.stats.max_pending, **counters}}
+        if not all_tenants:
+            return out
+        who.check_scope("admin", "the statistics of every tenant")
+        out["server"] = {"queue": q.stats.to_dict(),
+                         "tenants": {t: c.to_dict() for t, c in sorted(q.stats.tenants.items())}}
         mem_stats = getattr(mem, "stats", None)
         if callable(mem_stats):
             value = await asyncio.to_thread(mem_stats)
-            out["memory"] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+            out["server"]["memory"] = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
         return out
+
+    @app.get("/metrics", tags=["service"], response_class=Response,
+             responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}}}})
+    async def prometheus(who: Who) -> Response:
+        """The server in the Prometheus text format (an ``admin`` key, or a keyless loopback server)."""
+        who.check_scope("admin", "/metrics")
+        return Response(await asyncio.to_thread(metrics.render), media_type=CONTENT_TYPE_LATEST)
 
     # ------------------------------------------------------------------ save
     def draft_of(who: Principal, body: s.Draft) -> MemoryDraft:
@@ -247,15 +289,24 @@ def create_app(state: ServerState) -> FastAPI:
     # ------------------------------------------------------------------ read
     @app.post("/v1/search", tags=["memories"])
     async def search(body: s.SearchRequest, who: Who) -> dict[str, Any]:
-        """Hybrid search; each hit has its score breakdown and the retrievers that found it."""
+        """Hybrid search; each hit has its score breakdown and the retrievers that found it. With ``debug``
+        (a key with the ``debug`` scope) also every candidate: its sources, component scores, final score and fate."""
         who.check_user(body.user_id)
+        if body.debug:
+            who.check_scope("debug", "a search's candidate table")
         extra: dict[str, Any] = {} if body.sources is None else {"sources": tuple(body.sources)}
+        trace: list[Any] | None = [] if body.debug else None
+        if trace is not None:
+            extra["trace"] = trace
         hits = await read(
             who, "read.search", mem.search_memory, body.query, user_id=body.user_id, tenant_id=who.tenant_id,
             filters=body.filters, top_k=body.top_k, window_session=body.window_session, shown=body.shown,
             weights=body.weights, touch=body.touch, **extra,
         )
-        return {"hits": [wire.dump_hit(h) for h in hits]}
+        out: dict[str, Any] = {"hits": [wire.dump_hit(h) for h in hits]}
+        if trace is not None:
+            out["trace"] = [wire.dump_trace(e) for e in trace]
+        return out
 
     @app.post("/v1/memories/list", tags=["memories"])
     async def list_memories(body: s.ListRequest, who: Who) -> dict[str, Any]:
@@ -343,7 +394,7 @@ def create_app(state: ServerState) -> FastAPI:
 
         async def queued() -> str:
             with acting_as(who.key_id):
-                return str(await q.run(hand_out, user=(who.tenant_id, body.user_id)))
+                return str(await q.run(hand_out, user=(who.tenant_id, body.user_id), tenant=who.tenant_id))
 
         return {"sealed": await on_memory(who, body.user_id, [memory_id], queued)}
 
@@ -519,12 +570,15 @@ def create_app(state: ServerState) -> FastAPI:
         tenant_wide(who, "an import")
         spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+b")
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_IMPORT_BYTES:
-                spool.close()
-                raise ValidationError(f"an import body is limited to {MAX_IMPORT_BYTES} bytes")
-            spool.write(chunk)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_IMPORT_BYTES:
+                    raise PayloadTooLargeError(f"an import body is limited to {MAX_IMPORT_BYTES} bytes")
+                spool.write(chunk)
+        except BaseException:
+            spool.close()
+            raise
         spool.seek(0)
 
         def run() -> int:

@@ -3,17 +3,28 @@
 A key reads ``pm_<key id>_<secret>``: the id is public (it names the key in the audit log and in
 ``portamem keys list``), the secret is 32 random bytes of which only the SHA-256 is stored, compared
 in constant time. The table lives in the store's own record database, so keys travel with backups
-and a second process (``portamem keys create`` beside a running server) sees the same rows; every
-request looks its key up again, so a revocation takes effect on the next request.
+and a second process (``portamem keys create`` beside a running server) sees the same rows.
+
+A key may carry scopes beyond its tenant: ``admin`` (the all-tenant views: ``/v1/stats`` of every
+tenant, ``/metrics``) and ``debug`` (a search's candidate table, ``search --debug``).
+
+A server checks keys from memory (``KeyCache``): the table is read whole once, and then only a
+one-row summary of it (how many keys, how many revoked, the latest times) is polled every
+``Settings.server_key_refresh_s``; when it changed, the table is read again. A revocation, by this
+process or any other sharing the store, is so refused within that interval (0.5 s by default), and
+a request with a known key costs no query at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
+import threading
 import time
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +33,14 @@ import sqlalchemy as sa
 
 from ..errors import AuthenticationError, NotFoundError, PermissionDeniedError, StoreOpenError, ValidationError
 
-__all__ = ["ApiKey", "Principal", "KeyStore", "LOCAL_PRINCIPAL_ID", "parse_key"]
+__all__ = ["ApiKey", "Principal", "KeyStore", "KeyCache", "LOCAL_PRINCIPAL_ID", "SCOPES", "parse_key"]
+
+log = logging.getLogger(__name__)
 
 PREFIX = "pm"
+#: what a key may do beyond its tenant's memories: ``admin`` the all-tenant views (stats of every
+#: tenant, /metrics), ``debug`` a search's candidate table
+SCOPES = ("admin", "debug")
 #: the actor of requests to a keyless server (loopback only)
 LOCAL_PRINCIPAL_ID = "local"
 
@@ -41,6 +57,8 @@ keys_t = sa.Table(
     sa.Column("read_only", sa.Boolean, nullable=False, default=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("revoked_at", sa.Float, nullable=True),
+    #: extra scopes (``SCOPES``); added to a table made before they existed
+    sa.Column("scopes", sa.JSON, nullable=True),
 )
 
 
@@ -65,6 +83,13 @@ class Principal:
     users: frozenset[str] | None = None
     agents: frozenset[str] | None = None
     read_only: bool = False
+    scopes: frozenset[str] = frozenset()
+
+    def check_scope(self, scope: str, what: str) -> None:
+        """403 unless the key has ``scope`` (``SCOPES``)."""
+        if scope not in self.scopes:
+            raise PermissionDeniedError(f"{what} needs a key with the {scope!r} scope "
+                                        f"(portamem keys create --scope {scope}); {self.key_id} has none")
 
     def may_act_for(self, user_id: str) -> bool:
         return self.users is None or user_id in self.users
@@ -105,11 +130,12 @@ class ApiKey:
     read_only: bool
     created_at: float
     revoked_at: float | None
+    scopes: list[str] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"key_id": self.key_id, "tenant_id": self.tenant_id, "name": self.name, "users": self.users,
-                "agents": self.agents, "read_only": self.read_only, "created_at": self.created_at,
-                "revoked_at": self.revoked_at}
+                "agents": self.agents, "read_only": self.read_only, "scopes": self.scopes,
+                "created_at": self.created_at, "revoked_at": self.revoked_at}
 
 
 def _ids(name: str, values: Sequence[str] | None) -> list[str] | None:
@@ -131,6 +157,8 @@ class KeyStore:
             self.engine = sa.create_engine(db_url, future=True)
             with self.engine.begin() as conn:
                 _md.create_all(conn)
+                if "scopes" not in {c["name"] for c in sa.inspect(conn).get_columns("api_keys")}:
+                    conn.execute(sa.text("ALTER TABLE api_keys ADD COLUMN scopes JSON"))
         except sa.exc.SQLAlchemyError as exc:
             raise StoreOpenError(f"cannot open the key table in {db_url}: {exc}") from exc
 
@@ -139,15 +167,17 @@ class KeyStore:
 
     def create(
         self, tenant_id: str, *, name: str | None = None, users: Sequence[str] | None = None,
-        agents: Sequence[str] | None = None, read_only: bool = False,
+        agents: Sequence[str] | None = None, read_only: bool = False, scopes: Sequence[str] = (),
     ) -> tuple[ApiKey, str]:
         """A new key; returns it and the full secret token, which is shown once and never stored."""
         if not isinstance(tenant_id, str) or not tenant_id.strip():
             raise ValidationError("a key needs a tenant id")
+        if isinstance(scopes, str) or any(s not in SCOPES for s in scopes):
+            raise ValidationError(f"scopes must be drawn from {list(SCOPES)}, got {scopes!r}")
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         row = {"key_id": key_id, "secret_sha256": _digest(secret), "tenant_id": tenant_id, "name": name,
                "users": _ids("users", users), "agents": _ids("agents", agents), "read_only": bool(read_only),
-               "created_at": time.time(), "revoked_at": None}
+               "created_at": time.time(), "revoked_at": None, "scopes": sorted(set(scopes)) or None}
         with self.engine.begin() as conn:
             conn.execute(keys_t.insert().values(**row))
         return self._key(row), f"{PREFIX}_{key_id}_{secret}"
@@ -156,7 +186,7 @@ class KeyStore:
     def _key(row: Any) -> ApiKey:
         m = dict(row._mapping) if hasattr(row, "_mapping") else dict(row)
         return ApiKey(m["key_id"], m["tenant_id"], m["name"], m["users"], m["agents"], bool(m["read_only"]),
-                      m["created_at"], m["revoked_at"])
+                      m["created_at"], m["revoked_at"], list(m.get("scopes") or []))
 
     def list(self, tenant_id: str | None = None, *, include_revoked: bool = False) -> list[ApiKey]:
         q = sa.select(keys_t).order_by(keys_t.c.created_at)
@@ -194,9 +224,105 @@ class KeyStore:
         expected = row.secret_sha256 if row is not None else "0" * 64
         if not hmac.compare_digest(_digest(secret), expected) or row is None or row.revoked_at is not None:
             raise AuthenticationError("invalid or revoked API key")
-        return Principal(
-            key_id=row.key_id, tenant_id=row.tenant_id,
-            users=None if row.users is None else frozenset(row.users),
-            agents=None if row.agents is None else frozenset(row.agents),
-            read_only=bool(row.read_only),
-        )
+        return _principal(row)
+
+    def version(self) -> tuple[Any, ...]:
+        """A summary of the table that changes with every key created or revoked, by any process:
+        the number of keys and of revoked ones, and the latest creation and revocation times."""
+        with self.engine.connect() as conn:
+            return tuple(conn.execute(sa.select(
+                sa.func.count(), sa.func.count(keys_t.c.revoked_at), sa.func.max(keys_t.c.created_at),
+                sa.func.max(keys_t.c.revoked_at))).one())
+
+    def active(self) -> list[tuple[str, str, Principal]]:
+        """Every key not revoked: (key id, secret digest, principal)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(keys_t).where(keys_t.c.revoked_at.is_(None))).all()
+        return [(r.key_id, r.secret_sha256, _principal(r)) for r in rows]
+
+
+def _principal(row: Any) -> Principal:
+    return Principal(
+        key_id=row.key_id, tenant_id=row.tenant_id,
+        users=None if row.users is None else frozenset(row.users),
+        agents=None if row.agents is None else frozenset(row.agents),
+        read_only=bool(row.read_only), scopes=frozenset(row.scopes or ()),
+    )
+
+
+class KeyCache:
+    """The active keys of a ``KeyStore`` in memory, so that checking a request's key costs no query.
+
+    A poller thread reads ``KeyStore.version()`` every ``refresh_s`` seconds and reloads the keys when it
+    changed, so a key revoked anywhere is refused within ``refresh_s`` (plus one reload). A key id the
+    cache does not know (one created since the last poll) is looked up in the table, and on success the
+    cache is refreshed at once.
+    """
+
+    def __init__(self, keys: KeyStore, *, refresh_s: float = 0.5) -> None:
+        self.keys = keys
+        self.refresh_s = refresh_s
+        self._lock = threading.Lock()
+        self._rows: dict[str, tuple[str, Principal]] = {}
+        self._version: tuple[Any, ...] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: reloads of the whole table, and lookups of ids it did not know (for tests and stats)
+        self.reloads = 0
+        self.misses = 0
+        self.refresh()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._poll, name="portamem-keys", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.refresh_s):
+            try:
+                self.refresh()
+            except Exception:  # a store hiccup: keep the keys known, try again next time
+                log.warning("reading the API key table failed; keeping the cached keys", exc_info=True)
+
+    def refresh(self) -> None:
+        """Reload the keys if the table changed since the last look."""
+        version = self.keys.version()
+        if version == self._version:
+            return
+        rows = {key_id: (digest, who) for key_id, digest, who in self.keys.active()}
+        with self._lock:
+            self._rows, self._version = rows, version
+            self.reloads += 1
+
+    @property
+    def active_count(self) -> int:
+        with self._lock:
+            return len(self._rows)
+
+    def lookup(self, token: str) -> Principal | None:
+        """The principal of a key the cache knows; None for an id it does not know (``authenticate`` then
+        asks the table); AuthenticationError for a wrong secret or a malformed key."""
+        key_id, secret = parse_key(token)
+        with self._lock:
+            found = self._rows.get(key_id)
+        if found is None:
+            return None
+        if not hmac.compare_digest(_digest(secret), found[0]):
+            raise AuthenticationError("invalid or revoked API key")
+        return found[1]
+
+    def authenticate(self, token: str | None) -> Principal:
+        """``lookup``, else the table (a key created since the last poll), whose answer is cached."""
+        if not token:
+            raise AuthenticationError("this server needs an API key (Authorization: Bearer pm_...)")
+        who = self.lookup(token)
+        if who is not None:
+            return who
+        self.misses += 1
+        who = self.keys.authenticate(token)
+        self.refresh()  # a new key: take the table as it stands now (never one row beside an older view)
+        return who

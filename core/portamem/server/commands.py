@@ -43,17 +43,27 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-queue", type=int, default=2048,
                    help="writes waiting at most before new ones get HTTP 429 (default 2048)")
     p.add_argument("--max-batch", type=int, default=256, help="writes applied per group commit at most")
+    p.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="NAME[:PORT]",
+                   help="a Host name requests may carry (repeatable; default: loopback names on a loopback "
+                        "address, any on another; Settings.server_allowed_hosts)")
+    p.add_argument("--max-body-bytes", type=int, help="largest request body taken, in bytes "
+                                                      "(default 4 MiB; Settings.server_max_body_bytes)")
     p.add_argument("--log-level", default="warning")
 
 
 def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_queue: int = 2048,
           max_batch: int = 256, log_level: str = "warning") -> int:
-    """Serve the store of ``settings`` until interrupted; the URL is printed and written to ``server.json``."""
+    """Serve the store of ``settings`` until interrupted; the URL is printed and written to ``server.json``.
+
+    A server on a loopback address answers only to loopback Host names and ``settings.server_allowed_hosts``
+    (421 otherwise: a web page rebinding its name to 127.0.0.1 reaches nothing); on another address it
+    needs API keys, and checks the Host only against a list given."""
     import uvicorn
 
     from ..memory import Memory
     from .app import ServerState, create_app
     from .auth import KeyStore
+    from .limits import HostPolicy
 
     keys = KeyStore(settings.resolved_db_url)
     loopback = is_loopback(host)
@@ -69,8 +79,10 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
     if settings.maintain_interval_s is None:  # a long-running service evicts, consolidates and audits itself
         settings = settings.replace(maintain_interval_s=SERVE_MAINTAIN_INTERVAL_S)
     memory = Memory(settings=settings)
-    state = ServerState(memory, keys, open_access=loopback, max_pending=max_queue, max_batch=max_batch)
+    state = ServerState(memory, keys, open_access=loopback, max_pending=max_queue, max_batch=max_batch,
+                        hosts=HostPolicy.of(settings.server_allowed_hosts, loopback=loopback))
     app = create_app(state)
+    state.metrics.time_embedder()
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
     marker = Path(settings.path) / SERVER_FILE
     config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
@@ -96,8 +108,14 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the memory over HTTP (JSON API, OpenAPI schema at /openapi.json), behind API keys."""
-    return serve(_settings(args), host=args.host, port=args.port, max_queue=args.max_queue,
+    """Serve the memory over HTTP (JSON API, OpenAPI schema at /openapi.json, Prometheus at /metrics),
+    behind API keys."""
+    settings = _settings(args)
+    if args.allowed_hosts:
+        settings = settings.replace(server_allowed_hosts=[*(settings.server_allowed_hosts or []), *args.allowed_hosts])
+    if args.max_body_bytes is not None:
+        settings = settings.replace(server_max_body_bytes=args.max_body_bytes)
+    return serve(settings, host=args.host, port=args.port, max_queue=args.max_queue,
                  max_batch=args.max_batch, log_level=args.log_level)
 
 
@@ -109,6 +127,9 @@ def _add_keys(p: argparse.ArgumentParser) -> None:
     c.add_argument("--user", action="append", dest="users", help="restrict to this user (repeatable)")
     c.add_argument("--agent", action="append", dest="agents", help="writes only as this agent (repeatable)")
     c.add_argument("--read-only", action="store_true")
+    c.add_argument("--scope", action="append", dest="scopes", choices=["admin", "debug"], default=[],
+                   help="admin: every tenant's statistics and /metrics; debug: a search's candidate table "
+                        "(search --debug through the server); repeatable")
     c.add_argument("--name", help="a label for the list")
     c.add_argument("--json", action="store_true")
     ls = sub.add_parser("list", help="keys of the store (never their secrets)")
@@ -127,13 +148,14 @@ def cmd_keys(args: argparse.Namespace) -> int:
     try:
         if args.keys_command == "create":
             key, token = keys.create(args.key_tenant or settings.tenant_id, name=args.name, users=args.users,
-                                     agents=args.agents, read_only=args.read_only)
+                                     agents=args.agents, read_only=args.read_only, scopes=args.scopes)
             if args.json:
                 print(json.dumps({**key.to_dict(), "api_key": token}))
             else:
                 print(f"created key {key.key_id} for tenant {key.tenant_id!r}"
                       + (f", users {key.users}" if key.users else "") + (f", agents {key.agents}" if key.agents else "")
-                      + (", read-only" if key.read_only else ""), file=sys.stderr)
+                      + (", read-only" if key.read_only else "")
+                      + (f", scopes {key.scopes}" if key.scopes else ""), file=sys.stderr)
                 print(token)
         elif args.keys_command == "list":
             listed = keys.list(include_revoked=args.all)
@@ -142,6 +164,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
             for k in [] if args.json else listed:
                 print(f"{k.key_id}  tenant {k.tenant_id}  {'read-only' if k.read_only else 'read-write'}"
                       f"  users {k.users or 'any'}  agents {k.agents or 'any'}"
+                      + (f"  scopes {','.join(k.scopes)}" if k.scopes else "")
                       + (f"  {k.name!r}" if k.name else "") + ("  REVOKED" if k.revoked_at else ""))
         else:
             keys.revoke(args.key_id)

@@ -162,7 +162,7 @@ def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Writ
 
     def keyless() -> bool:
         """Whether the server takes requests without a key (loopback, no key made yet)."""
-        return bool(state.open_access and not (state.keys is not None and state.keys.active_count()))
+        return bool(state.open_access and state.keyless)
 
     def frame(who: Principal, row: _Session, params: dict[str, str]) -> dict[str, Any]:
         return {"csrf": row.csrf, "who": who.key_id, "notice": _DONE.get(params.get("done", ""))}

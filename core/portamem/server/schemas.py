@@ -1,6 +1,8 @@
 """Request bodies of the HTTP API (pydantic models: they make the OpenAPI schema and the first check).
 
 No body has a ``tenant_id``: the tenant comes from the API key, and an unknown field is refused.
+Lists are bounded here (a batch save at ``MAX_BATCH`` memories, ``shown`` at ``MAX_SHOWN`` texts of
+``MAX_TEXT_CHARS``), and every body by the server's size limit (``Settings.server_max_body_bytes``).
 The memory rules themselves (content length, id form, filter values) are checked by ``Memory``,
 whose ``ValidationError`` reaches the caller as HTTP 422 just like a schema failure.
 """
@@ -8,7 +10,7 @@ whose ``ValidationError`` reaches the caller as HTTP 422 just like a schema fail
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +37,14 @@ __all__ = [
 
 #: a user id as the API takes it (Memory checks NUL characters and blank ones)
 UserId = Field(min_length=1, max_length=256)
+#: memories one batch save takes (one group commit of the write queue, ``portamem serve --max-batch``)
+MAX_BATCH = 256
+#: texts a search's ``shown`` takes, and the characters of each (a prompt's window is far smaller)
+MAX_SHOWN = 200
+MAX_TEXT_CHARS = 100_000
+#: ids one forget takes, and messages one archive takes
+MAX_IDS = 1000
+MAX_MESSAGES = 2000
 
 
 class _Body(BaseModel):
@@ -70,7 +80,7 @@ class SaveRequest(Draft):
 
 class BatchSaveRequest(_Body):
     user_id: str = UserId
-    memories: list[Draft] = Field(min_length=1, max_length=1000)
+    memories: list[Draft] = Field(min_length=1, max_length=MAX_BATCH)
     wait: bool = False
 
 
@@ -86,12 +96,14 @@ class SearchRequest(_Body):
     #: leave out what this session's working window already shows
     window_session: str | None = Field(default=None, min_length=1, max_length=256)
     #: texts the prompt already shows
-    shown: list[str] = Field(default_factory=list, max_length=1000)
+    shown: list[Annotated[str, Field(max_length=MAX_TEXT_CHARS)]] = Field(default_factory=list, max_length=MAX_SHOWN)
     #: retrievers to ask (default: all) and weights to rank with (default: the server's)
     sources: list[Literal["vector", "keyword", "entity"]] | None = Field(default=None, min_length=1)
     weights: dict[str, float] | None = None
     #: count the hits as used (their prompt is built from them): access count and decay refresh
     touch: bool = False
+    #: also answer every candidate's sources, scores and fate (``trace``); needs a key with the ``debug`` scope
+    debug: bool = False
 
 
 class ListRequest(_Body):
@@ -115,7 +127,7 @@ class UserRequest(_Body):
 
 class ForgetRequest(_Body):
     user_id: str = UserId
-    memory_ids: list[str] = Field(min_length=1, max_length=1000)
+    memory_ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
 
 
 class RefreshRequest(_Body):
@@ -143,7 +155,7 @@ class ArchiveRequest(_Body):
 
     user_id: str = UserId
     session_id: str = Field(default="default", min_length=1, max_length=256)
-    messages: list[dict[str, Any]] = Field(max_length=10_000)
+    messages: list[dict[str, Any]] = Field(max_length=MAX_MESSAGES)
 
 
 class AuditRequest(_Body):

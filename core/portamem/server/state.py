@@ -1,33 +1,75 @@
-"""What the server's routes share: the memory, the write queue and the keys."""
+"""What the server's routes share: the memory, the write queue, the keys and the request limits."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from ..errors import AuthenticationError
 from ..memory import Memory
-from .auth import LOCAL_PRINCIPAL_ID, KeyStore, Principal
+from .auth import LOCAL_PRINCIPAL_ID, SCOPES, KeyCache, KeyStore, Principal
+from .limits import HostPolicy
 from .queue import WriteQueue
 
 __all__ = ["ServerState"]
 
 
 class ServerState:
-    """What the routes share: the memory, the write queue and the keys."""
+    """What the routes share: the memory, the write queue, the keys (cached) and the request limits."""
 
     def __init__(self, memory: Memory, keys: KeyStore | None, *, open_access: bool,
-                 max_pending: int = 2048, max_batch: int = 256) -> None:
+                 max_pending: int = 2048, max_batch: int = 256, hosts: HostPolicy | None = None,
+                 max_body_bytes: int | None = None) -> None:
         self.memory = memory
         self.keys = keys
+        settings = memory.settings
         #: a keyless server (loopback only) serves its default tenant without a key
         self.open_access = open_access
         self.queue = WriteQueue(memory, max_pending=max_pending, max_batch=max_batch)
-        #: key lookups run here, never behind the searches in the default pool: a write waits for no search
+        #: key lookups that miss the cache run here, never behind the searches in the default pool
         self.auth_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="portamem-auth")
+        #: the keys in memory: a request with a known key costs no query
+        self.key_cache = None if keys is None else KeyCache(keys, refresh_s=settings.server_key_refresh_s)
+        #: which Host names requests may carry (the DNS-rebinding defence); all when None
+        self.hosts = hosts
+        #: the largest request body taken (the import route has its own, larger limit)
+        self.max_body_bytes = max_body_bytes if max_body_bytes is not None else settings.server_max_body_bytes
+        #: ``/metrics`` (``portamem.server.metrics``), set by ``create_app``
+        self.metrics: Any = None
 
-    def authenticate(self, token: str | None) -> Principal:
-        if self.keys is not None and (token or not self.open_access or self.keys.active_count()):
-            return self.keys.authenticate(token)
+    def start(self) -> None:
+        if self.key_cache is not None:
+            self.key_cache.start()
+
+    def stop(self) -> None:
+        if self.key_cache is not None:
+            self.key_cache.stop()
+        self.auth_pool.shutdown(wait=False)
+
+    @property
+    def keyless(self) -> bool:
+        """True while the server has no active key (and so serves loopback callers without one)."""
+        return self.key_cache is None or self.key_cache.active_count == 0
+
+    def lookup(self, token: str | None) -> Principal | None:
+        """The principal of a request from memory alone; None when only the key table can tell
+        (``authenticate`` in a worker thread then)."""
+        if self.key_cache is not None and (token or not self.open_access or self.key_cache.active_count):
+            if not token:
+                raise AuthenticationError("this server needs an API key (Authorization: Bearer pm_...)")
+            return self.key_cache.lookup(token)
         if not self.open_access:
             raise AuthenticationError("this server needs an API key")
-        return Principal(key_id=LOCAL_PRINCIPAL_ID, tenant_id=self.memory.tenant_id)
+        return self.local
+
+    def authenticate(self, token: str | None) -> Principal:
+        who = self.lookup(token)
+        if who is not None:
+            return who
+        assert self.key_cache is not None
+        return self.key_cache.authenticate(token)
+
+    @property
+    def local(self) -> Principal:
+        """Who a keyless loopback server's callers act as: the machine's own user, every scope."""
+        return Principal(key_id=LOCAL_PRINCIPAL_ID, tenant_id=self.memory.tenant_id, scopes=frozenset(SCOPES))
