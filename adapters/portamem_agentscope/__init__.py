@@ -18,7 +18,16 @@ _LAZY = {
 }
 
 
+#: AgentScope 1.x's classes, which live in ``portamem_agentscope.v1``: 2.x has no memory classes
+_V1_ONLY = {"PortamemLongTermMemory", "PortamemMemory"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _V1_ONLY:
+        raise ImportError(
+            f"{name} is an AgentScope 1.x memory class: import it from portamem_agentscope.v1 (with agentscope==1.0.21, "
+            "the 'agentscope1' extra). AgentScope 2.x has no memory classes; give a 2.x Agent "
+            "portamem_agentscope.PortamemMiddleware(memory, user_id=...) instead", name=name, path=__file__)
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib

@@ -26,9 +26,9 @@ __all__ = ["main", "build_parser", "COMMANDS"]
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 
 
-def _print_hits(hits: Sequence[SearchHit], *, indent: str = "  ") -> None:
+def _print_hits(hits: Sequence[SearchHit], *, indent: str = "  ", scope: str = "") -> None:
     if not hits:
-        print(f"{indent}(nothing recalled)")
+        print(f"{indent}(nothing recalled{scope})")
     for rank, hit in enumerate(hits, 1):
         parts = ", ".join(f"{k} {v:.2f}" for k, v in hit.breakdown.components.items())
         when = hit.record.created_at.strftime("%Y-%m-%d %H:%M")
@@ -117,7 +117,9 @@ def cmd_search(args: argparse.Namespace) -> int:
                                "found_by": h.found_by, "record": h.record.to_dict(include_embedding=False)}
                               for h in hits], ensure_ascii=False, indent=2))
         else:
-            _print_hits(hits, indent="")
+            # an empty result names where it looked: a wrong --tenant or --user is the usual reason
+            where = getattr(mem, "url", None) or mem.settings.path
+            _print_hits(hits, indent="", scope=f" for user {args.user!r} in tenant {mem.tenant_id!r} of {where}")
     return 0
 
 
@@ -306,18 +308,35 @@ COMMANDS: list[Command] = [
 ]
 
 
+def _add_store_options(parser: argparse.ArgumentParser, *, default: object = None) -> None:
+    """The options that name the store, the tenant and the server; ``default=SUPPRESS`` on subcommands, so
+    they are taken after the subcommand too and never reset what was given before it."""
+    parser.add_argument("--path", default=default, help="store directory (default: ./portamem-data or PORTAMEM_PATH)")
+    parser.add_argument("--config", default=default, help="TOML settings file (table [portamem])")
+    parser.add_argument("--tenant", default=default, help="tenant id (default: 'default')")
+    parser.add_argument("--url", default=default, help="use the portamem server at this URL instead of opening the store")
+    parser.add_argument("--api-key", default=default, help="API key for --url (default: $PORTAMEM_API_KEY)")
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [p for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for p in dict.fromkeys(action.choices.values())]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="portamem", description="Portable long-term memory for LLM agents.")
-    parser.add_argument("--path", help="store directory (default: ./portamem-data or PORTAMEM_PATH)")
-    parser.add_argument("--config", help="TOML settings file (table [portamem])")
-    parser.add_argument("--tenant", help="tenant id (default: 'default')")
-    parser.add_argument("--url", help="use the portamem server at this URL instead of opening the store")
-    parser.add_argument("--api-key", help="API key for --url (default: $PORTAMEM_API_KEY)")
+    _add_store_options(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text, configure, run in COMMANDS:
         p = sub.add_parser(name, help=help_text, description=(run.__doc__ or help_text).strip())
         configure(p)
         p.set_defaults(run=run)
+    # `portamem search q --user u --path DIR` as well as `portamem --path DIR search q --user u`
+    todo = _subcommands(parser)
+    while todo:
+        p = todo.pop()
+        _add_store_options(p, default=argparse.SUPPRESS)
+        todo.extend(_subcommands(p))
     return parser
 
 

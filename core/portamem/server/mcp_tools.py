@@ -9,6 +9,7 @@ Errors reach the agent as tool errors carrying the ``portamem.errors`` message.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
@@ -59,12 +60,16 @@ def build_mcp(memory: Memory, *, user_id: str, name: str = "portamem") -> MCPSer
     async def search_memory(query: str, top_k: int = 5) -> dict[str, Any]:
         """The user's memories most relevant to the query, best first, and the lines to put in a prompt."""
         hits = await memory.asearch_memory(query, user_id=user_id, top_k=top_k)
-        return {
+        out: dict[str, Any] = {
             "memories": [{"memory_id": h.memory_id, "content": h.content, "score": h.score,
                           "found_by": list(h.found_by), "created_at": to_iso(h.record.created_at),
                           "trust": h.record.trust.value} for h in hits],
             "prompt": format_memories(hits, ids=True),
         }
+        if not hits:  # where it looked: a server key of another tenant, or another --user, is the usual reason
+            out["note"] = (f"nothing found for user {user_id!r} in tenant {memory.tenant_id!r}"
+                           + (f" at {memory.url}" if getattr(memory, "url", None) else ""))
+        return out
 
     @server.tool()
     @_reported
@@ -86,6 +91,9 @@ def run_mcp(memory: Memory, *, user_id: str, transport: str = "stdio", host: str
             port: int = 8766) -> None:
     """Serve the tools on stdio, or on streamable HTTP at ``http://host:port/mcp``."""
     server = build_mcp(memory, user_id=user_id)
+    # the MCP server logs at INFO; httpx would add a line per request a RemoteMemory makes
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     if transport == "stdio":
         server.run("stdio")
     else:

@@ -33,6 +33,19 @@ __all__ = ["MilvusVectorIndex", "VectorHit", "scope_key", "collection_name", "op
 
 log = logging.getLogger(__name__)
 
+
+class _UnimplementedCalls(logging.Filter):
+    """Drops the gRPC server's report of a method milvus-lite does not implement: pymilvus asks the embedded
+    server for ``AllocTimestamp`` on open, is told it is not implemented, and carries on; the report would be a
+    NotImplementedError traceback in every app that configures logging. Any other report goes through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, NotImplementedError) and "Method not implemented" in str(exc))
+
+
+logging.getLogger("grpc._server").addFilter(_UnimplementedCalls())
+
 _TYPE_CODE = {t: i for i, t in enumerate(MemoryType)}
 _SOURCE_CODE = {s: i for i, s in enumerate(Source)}
 _TRUST_CODE = {t: i for i, t in enumerate(Trust)}
