@@ -292,8 +292,10 @@ class Memory:
     ) -> list[SearchHit]:
         """Hybrid search of one user's memories; each hit carries its score breakdown and provenance.
 
-        ``touch`` counts the hits as used (their prompt is built from them, as ``recall`` does): their
-        access count and last use move, off the search path, with the retrieval log's batched writes.
+        ``touch`` says the hits go to a model's prompt (as ``recall`` and the adapters do): they count as
+        used (access count and last use move, off the search path, with the retrieval log's batched
+        writes), and only hits that bear on the question are returned (``Settings.prompt_margin``,
+        ``prompt_min_evidence``).
 
         ``sources`` and ``weights`` narrow or reweigh the read path (baselines, tuning). Memories the
         prompt already holds, the turns of ``window_session``'s working window and the ``shown`` texts,

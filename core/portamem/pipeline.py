@@ -7,10 +7,14 @@ from typing import Literal
 
 from .config import Settings
 from .records import MemoryType, Source
+from .statements import Statement
 
-__all__ = ["WriteContext", "TriggerVote", "GuardVerdict", "Redaction", "Extraction", "GuardAction"]
+__all__ = ["WriteContext", "TriggerVote", "GuardVerdict", "Redaction", "Extraction", "GuardAction", "ACTS"]
 
 GuardAction = Literal["allow", "pending", "quarantine"]
+#: dialogue acts of ``Extraction.utterances``: only statements become memories (explicit asks to remember count
+#: as statements); questions, requests to the assistant and small talk (greetings, thanks, fillers) do not
+ACTS = ("statement", "question", "request", "smalltalk")
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,9 @@ class WriteContext:
     source: Source = Source.USER
     #: the caller asked for this memory explicitly (an API call or "remember ...")
     explicit: bool = True
+    #: for turns being summarised: their statements were captured as memories of their own already,
+    #: so an episode need not repeat them (it points at them)
+    captured: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,3 +79,9 @@ class Extraction:
     summary: str | None = None
     #: identity, preference, fact, episodic or task: chooses the half-life when the caller gave none
     kind: str | None = None
+    #: the atomic statements the text makes, each with the clause it was read from: the write path keeps
+    #: them with the memory and reconciles each with the user's current statements on its slot
+    statements: list[Statement] = field(default_factory=list)
+    #: the text's sentences, each with its dialogue act (``ACTS``); empty when the extractor does not
+    #: tell them apart. Questions, requests and small talk are not memories
+    utterances: list[tuple[str, str]] = field(default_factory=list)

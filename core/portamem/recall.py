@@ -22,15 +22,19 @@ __all__ = ["format_memories", "relative_age", "recall", "arecall", "needs_recall
 #: words that point back at something said before: a message without one (and without an entity the
 #: user's memories hold) is answered without recall when ``Settings.recall_gate`` is on
 REFERENCES = re.compile(
-    r"\b(?:that|those|this one|it|again|last time|before|earlier|previous(?:ly)?|remember|recall|as usual|"
-    r"you said|i said|i told you|we (?:talked|discussed|agreed)|my|mine|our)\b"
-    r"|上次|之前|以前|刚才|那个|那次|还记得|记得|你说过|我说过|我的|我们的|老样子|照旧",
+    r"\b(?:again|last time|the other day|before|earlier|previous(?:ly)?|remember|recall|as usual|the usual|"
+    r"same as|like (?:last|before)|you said|i said|i told you|i mentioned|i've mentioned|mentioned|as i said|"
+    r"we (?:talked|discussed|agreed|spoke|decided)|the (?:thing|one|place|guy|person|idea|plan) (?:i|we|you)|"
+    r"how about my|my|mine|our|ours)\b"
+    r"|上次|上回|之前|以前|刚才|那次|还记得|记得|记住|你说过|我说过|我提过|我提到|提到过|说过的|之前说的|我说的|老样子|照旧|"
+    r"和上次一样|跟以前一样|我的|我们的",
     re.I,
 )
 
 def needs_recall(memory: Memory, message: str, *, user_id: str, tenant_id: str | None = None) -> bool:
-    """The pre-think gate: recall only for a message that refers back ("that", "last time", 上次,
-    之前, "my ...") or names an entity some memory of the user holds."""
+    """The pre-think gate: recall only for a message that refers back ("last time", "the thing I
+    mentioned", 上次, 之前说的, "my ...") or names an entity some memory of the user holds; a bare
+    pronoun ("it", "that") is not a reference to memory."""
     if REFERENCES.search(message):
         return True
     entities = [normalize_entity(e) for e in extract_entities(message)]

@@ -1,9 +1,9 @@
-"""Turn compression for the working window: extractive by default, an LLM when one is given; and an
+"""Turn compression for the working window: rule-based by default, an LLM when one is given; and an
 LLM merger of a statement with the newer one that supersedes it.
 
-Both give the five fields of an episode, ``{summary, key_facts, user_intent, outcome, entities}``;
-turns with nothing worth keeping (greetings, thanks, small talk without a name, number or decision)
-give no episode at all.
+Both give the five fields of an episode, ``{summary, key_facts, user_intent, outcome, entities}``:
+one event (a booking, a plan, a change) over the turns that left the window together. Turns with
+nothing worth keeping (greetings, thanks, small talk, questions and their answers) give no episode.
 """
 
 from __future__ import annotations
@@ -20,8 +20,12 @@ from portamem.entities import extract_entities
 from portamem.pipeline import WriteContext
 from portamem.records import MemoryRecord, Turn
 
+from portamem.statements import Statement
+
+from .acts import utterances
 from .classify import classify_kind, has_decision, has_strong_emotion, is_explicit
 from .extract import attribute_values
+from .statements import extract_statements
 
 __all__ = ["extractive_summary", "extractive_episode", "LLMSummarizer", "LLMMerger", "EPISODE_KEYS", "ask_json"]
 
@@ -58,30 +62,72 @@ def _worth_keeping(sentence: str, *, user: bool) -> bool:
     )
 
 
-def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS) -> dict[str, Any] | None:
-    """Rule mode: the five fields, each taken from the turns' own sentences; None for small talk."""
+def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS, *,
+                       facts_captured: bool = False) -> dict[str, Any] | None:
+    """Rule mode: the five fields of one event, from what the turns say rather than a transcript.
+
+    The user's statements become key facts in their normalised form ("lives_in: Paris (was Lyon)");
+    a request to the assistant is the intent, the assistant's decision or confirmation its outcome;
+    other sentences of the user's that hold a name, number or decision are kept as said. Small talk,
+    questions and their answers leave nothing. With ``facts_captured`` (the write-triggers capture the
+    user's statements as memories of their own) the episode's text leaves the statements out: each
+    fact is stored once, and the episode points at it (``covers``). None when nothing is left.
+    """
     key_facts: list[str] = []
+    said: list[str] = []
+    stated: list[str] = []
     intent: str | None = None
     outcome: str | None = None
     for turn in turns:
-        for who, text in (("user", turn.user), ("assistant", turn.assistant)):
-            for sentence in (s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()):
-                if who == "user" and intent is None and (sentence.endswith(("?", "？")) or has_decision(sentence)):
-                    intent = sentence
-                if has_decision(sentence):
-                    outcome = sentence
-                if _worth_keeping(sentence, user=who == "user") and sentence not in key_facts:
-                    key_facts.append(sentence)
-    if not key_facts:
+        for sentence, act in utterances(turn.user):
+            if act == "request":
+                intent = intent or _intent(sentence)
+            if act != "statement":
+                continue
+            found = extract_statements(sentence)
+            if found:
+                key_facts.extend(_render(st) for st in found)
+                stated.append(sentence)
+            elif _worth_keeping(sentence, user=True):
+                key_facts.append(sentence)
+                said.append(sentence)
+        for sentence, act in utterances(turn.assistant):
+            if act == "statement" and has_decision(sentence):
+                outcome = sentence
+    told = said + ([] if facts_captured else stated)
+    if not told and outcome is None:
         return None
-    entities = list(dict.fromkeys(e for f in key_facts for e in extract_entities(f)))
-    return {"summary": extractive_summary(turns, max_chars), "key_facts": key_facts, "user_intent": intent,
-            "outcome": outcome, "entities": entities}
+    head = " → ".join(x for x in (intent, outcome) if x)
+    summary = " ".join(x for x in [head, *told] if x)
+    if len(summary) > max_chars:
+        summary = summary[: max_chars - 1].rstrip() + "…"
+    entities = list(dict.fromkeys(e for t in [*told, *(x for x in (intent, outcome) if x)] for e in extract_entities(t)))
+    return {"summary": summary, "key_facts": key_facts, "user_intent": intent, "outcome": outcome,
+            "entities": entities}
+
+
+_ASKING = re.compile(r"^(?:please\s+|pls\s+|kindly\s+|can you\s+|could you\s+|would you\s+|will you\s+|"
+                     r"would you mind\s+|i(?:'d| would) like(?: you)? to\s+|i (?:want|need)(?: you)? to\s+|"
+                     r"help me\s+|go ahead and\s+|请|麻烦你?|帮我|帮忙|能不能|可以帮我|你能)+", re.I)
+
+
+def _intent(sentence: str) -> str:
+    """A request as what the user wanted done: "Can you book a table for two?" -> "Book a table for two"."""
+    text = _ASKING.sub("", sentence.strip()).rstrip(" ?？.!！。")
+    text = re.sub(r",?\s*please$", "", text, flags=re.I)
+    return text[:1].upper() + text[1:] if text else sentence.strip()
+
+
+def _render(statement: Statement) -> str:
+    """A statement as a key fact: "budget (kitchen renovation): 15000 euros (was 12000)"."""
+    what = statement.attribute.replace("_", " ") + (f" ({statement.qualifier})" if statement.qualifier else "")
+    value = statement.value if statement.polarity else f"no longer {statement.value}"
+    return f"{what}: {value}" + (f" (was {statement.previous})" if statement.previous else "")
 
 
 @hookimpl(trylast=True)
 def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> dict[str, Any] | None:
-    return extractive_episode(turns)
+    return extractive_episode(turns, facts_captured=context.captured)
 
 
 class _AskingPlugin:

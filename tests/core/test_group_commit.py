@@ -55,7 +55,7 @@ def test_turns_and_saves_of_many_users_commit_in_one_transaction(memory: Memory)
 
 def test_a_sessions_turns_in_one_list_apply_in_order_as_add_turn_does(
         tmp_path: Path, embedder: Embedder) -> None:
-    turns = [(f"My flight number {i} is LH{400 + i}.", f"Noted flight {i}.") for i in range(7)]
+    turns = [(f"We board flight LH{400 + i} at gate B{i}.", f"Noted flight {i}.") for i in range(7)]
     settings = Settings(path=str(tmp_path / "one"), window_turns=3)
     with Memory(settings=settings, embedder=embedder) as one_by_one:
         for user, assistant in turns:

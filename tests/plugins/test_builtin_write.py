@@ -129,7 +129,7 @@ def test_llm_summarizer_strict_json_two_retries_then_fallback(tmp_path, embedder
         pm.unregister(name="llm_summary")
         pm.register(LLMSummarizer(lambda p: calls.append(p) or "{}"), name="llm_summary")
         out = mem.add_turn("bye", "bye!", user_id="u")
-        assert len(calls) == 6 and out[0].content.startswith("User: I start at Siemens in June.")
+        assert len(calls) == 6 and out[0].content == "I start at Siemens in June."  # not a transcript
         assert "I start at Siemens in June." in out[0].metadata["episode"]["key_facts"]
 
 
@@ -146,10 +146,26 @@ def test_rule_mode_episode_fields_and_small_talk_dropped() -> None:
              Turn("Great, thanks!", "You're welcome.")]
     episode = extractive_episode(turns)
     assert episode is not None and set(episode) == {"summary", "key_facts", "user_intent", "outcome", "entities"}
-    assert episode["key_facts"][0] == "I want to book the Porto flat for 12 May."
+    assert episode["user_intent"] == "Book the Porto flat for 12 May"  # what was asked, not the sentence
     assert episode["outcome"] == "Booked: flat 4B in Porto, 12-15 May." and "porto" in episode["entities"]
-    assert "Great, thanks!" not in episode["key_facts"]
+    assert episode["summary"] == "Book the Porto flat for 12 May → Booked: flat 4B in Porto, 12-15 May."
+    assert "thanks" not in episode["summary"].lower() and "User:" not in episode["summary"]
     assert extractive_episode([Turn("How's it going?", "Fine, and you?"), Turn("Lol.", ":)")]) is None
+
+
+def test_rule_mode_episodes_leave_out_greetings_questions_and_captured_facts() -> None:
+    assert extractive_episode([Turn("Good morning!", "Good morning, Dana!")]) is None
+    assert extractive_episode([Turn("What is my order number?", "It is ORD-77812.")]) is None
+    turns = [Turn("Big news: I moved from Lyon to Paris last month.", "Congratulations!"),
+             Turn("Can you find me a gym near Bastille?", "I booked a trial at FitBastille for Monday.")]
+    episode = extractive_episode(turns, facts_captured=True)
+    assert episode is not None and episode["key_facts"] == ["lives in: Paris (was Lyon)"]
+    # the move is its own memory: the episode points at it instead of repeating it
+    assert "Lyon" not in episode["summary"]
+    assert episode["summary"] == "Find me a gym near Bastille → I booked a trial at FitBastille for Monday."
+    assert "Lyon" in extractive_episode(turns)["summary"]  # nothing captured: the episode keeps the fact
+    zh = extractive_episode([Turn("我搬到杭州了。", "恭喜！"), Turn("谢谢！", "不客气。")])
+    assert zh is not None and zh["key_facts"] == ["lives in: 杭州"] and "谢谢" not in zh["summary"]
 
 
 def test_llm_merger_strict_json_two_retries_then_pass() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..records import SearchHit, utcnow
+from ..records import SearchHit, from_iso, utcnow
 
 __all__ = ["format_memories", "relative_age", "DEFAULT_HEADER"]
 
@@ -57,5 +57,9 @@ def format_memories(
             note = ", superseded by a newer memory"
         elif others:
             note = ", replaces an older memory"
+        replaced = r.metadata.get("replaced")  # the older value a statement outdated (portamem.write.supersession)
+        if isinstance(replaced, dict) and isinstance(replaced.get("value"), str) and replaced["value"]:
+            then = from_iso(replaced["at"]) if isinstance(replaced.get("at"), str) else None
+            note += f", replaces \"{' '.join(replaced['value'].split())[:80]}\"" + (f" of {then:%Y-%m-%d}" if then else "")
         lines.append(f"- [{ref}{when}, {r.source.value}, trust {r.trust.value}{note}] {content}")
     return "\n".join(lines)

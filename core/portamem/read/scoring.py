@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..duplicates import is_duplicate
-from ..records import TRUST_RANK, ScoreBreakdown, SearchHit, Trust
+from ..records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust
 from ..statements import triples_conflict
 from ..text import tokenize
 from .candidates import SOURCES, Candidate, ComponentScorer
@@ -108,12 +108,18 @@ def rank(
     duplicate_cosine: float = 0.92,
     trace: list[TraceEntry] | None = None,
     unknown_entity_penalty: float = 0.0,
+    margin: float = 0.0,
+    min_evidence: float = 0.0,
 ) -> list[SearchHit]:
     """Score, threshold, drop what ``window`` (texts already in the prompt) holds, collapse
     near-identical results (the most trusted, then the newest stays), mark conflicts (the most
     trusted, then the newest first), cut to top-k. ``trust_factor`` multiplies each final score,
     and ties go to the more trusted memory. ``unknown_entity_penalty`` times the share of the query's
     entities no memory holds (``Candidate.unknown_entities``) is taken off each final score.
+
+    ``margin`` and ``min_evidence`` keep a prompt to what bears on the question: a hit below ``margin``
+    times the best hit's score, or whose query evidence (vector, keyword, entity: ``evidence_share``)
+    is below ``min_evidence``, is left out; ``top_k`` stays a maximum.
 
     ``trace``, when given, receives one entry per candidate with its fate, for debugging.
     """
@@ -161,14 +167,26 @@ def rank(
             assert other.candidate.record is not None
             held = other.candidate.record
             # the more trusted says it best, then the newest
-            if (TRUST_RANK[record.trust], record.created_at) > (TRUST_RANK[held.trust], held.created_at):
+            if _covers(held, record) or (not _covers(record, held) and (TRUST_RANK[record.trust], record.created_at)
+                                         > (TRUST_RANK[held.trust], held.created_at)):
                 kept[twin], kept_words[twin] = entry, words
-                other.fate = f"near-identical to more trusted or newer {record.memory_id}"
+                other.fate = f"near-identical to more trusted, newer or more precise {record.memory_id}"
             else:
-                entry.fate = f"near-identical to more trusted or newer {other.candidate.memory_id}"
+                entry.fate = f"near-identical to more trusted, newer or more precise {other.candidate.memory_id}"
             continue
         kept.append(entry)
         kept_words.append(words)
+    if kept and (margin > 0 or min_evidence > 0):
+        best = max(e.final for e in kept)
+        bearing = []
+        for entry, words in zip(kept, kept_words):
+            if entry.final < margin * best:
+                entry.fate = f"far below the best hit ({entry.final:.3f} < {margin:g} x {best:.3f})"
+            elif evidence_share(entry.candidate.components, weights) < min_evidence:
+                entry.fate = "no evidence beyond recency and importance"
+            else:
+                bearing.append((entry, words))
+        kept, kept_words = [e for e, _ in bearing], [w for _, w in bearing]
     hits = [_hit(e, weights, _factor(e.candidate, trust_factor, unknown_entity_penalty)) for e in kept]
     hits = _mark_conflicts(hits, kept_words, [e.candidate for e in kept])
     for i, hit in enumerate(hits, 1):
@@ -188,6 +206,11 @@ def _same(ca: Candidate, a_words: frozenset[str], cb: Candidate, b_words: frozen
         return True
     # one rule for "the same memory" on write and on read: words, numbers and negation must agree
     return is_duplicate(a.content, b.content, _pair_cosine(ca, cb), threshold)
+
+def _covers(episode: MemoryRecord, record: MemoryRecord) -> bool:
+    """The episode holds the memory captured from one of its turns: the memory says it more precisely."""
+    return record.memory_id in episode.metadata.get("covers", ())
+
 
 def _hit(entry: TraceEntry, weights: Mapping[str, float], factor: float = 1.0) -> SearchHit:
     cand = entry.candidate

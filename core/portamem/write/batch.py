@@ -22,7 +22,7 @@ from . import validation as check
 from .privacy import redact_turn
 from .requests import SaveRequest, SaveResult, TurnRequest
 from .save import checked_drafts, drafted, stage
-from .window import capture_draft, compress
+from .window import capture_drafts, compress
 
 __all__ = ["save_many"]
 
@@ -51,10 +51,8 @@ def _checked_turn(parts: Components, req: TurnRequest) -> _Turn:
     created_at = check.check_datetime("created_at", req.created_at)
     turn = Turn(user=user, assistant=assistant, metadata=meta, created_at=created_at or utcnow())
     planned = _Turn(tenant_id, user_id, session_id, turn)
-    found = capture_draft(parts, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
-    if found is not None:
-        draft, explicit = found
-        planned.captured = drafted(parts, [draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit)
+    for draft, explicit in capture_drafts(parts, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id):
+        planned.captured += drafted(parts, [draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit)
     return planned
 
 
@@ -125,7 +123,12 @@ def _turn(parts: Components, conn: Any, planned: _Turn, audit: list[dict[str, An
     tenant_id, user_id, session_id, turn = planned.tenant_id, planned.user_id, planned.session_id, planned.turn
     window = parts.store.turns(tenant_id, user_id, session_id, conn=conn)
     overflow = len(window) + 1 - parts.settings.window_turns
-    evicted = [*window, turn] if overflow > len(window) else window[: max(0, overflow)]
+    if overflow > len(window):  # no window at all: the turn itself leaves at once
+        evicted = [*window, turn]
+    elif overflow > 0:  # the oldest half of the window leaves together: one episode of several turns
+        evicted = window[: max(overflow, parts.settings.window_turns // 2)]
+    else:
+        evicted = []
     episodes = compress(parts, evicted, user_id, tenant_id, session_id) if evicted else []
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings, session_id=session_id)
     kept = redact_turn(parts.hooks, turn, ctx) if parts.settings.redact_window else turn

@@ -1,16 +1,30 @@
-"""Supersession: a new value of a single-valued attribute replaces the old one, which is kept as history.
+"""Reconciliation: each new statement meets the user's current statements on its slot, and the memory
+keeps what the user last said.
 
-"My budget is 5000" then "my budget is 8000": both statements carry the triple (user, my budget, _)
-from the extractor; the relation holds one value at a time (``portamem.statements.single_valued``), so the one that
-arrived last (commit order, the outbox's ``pk``, whatever order indexers settle them in) stays ACTIVE
-and the other becomes SUPERSEDED with ``superseded_by`` pointing at it. A superseded memory is never
-recalled or purged; ``list_memories(filters={"statuses": ["superseded"]})``, ``history`` and
-``explain`` show it.
+A statement (``portamem.statements.Statement``) names a slot: the user's city (``lives_in``), the
+budget *for the kitchen renovation*, their liking of spicy food. For each new memory's statements the
+review finds the user's current memories on the same slots (the nearest stored neighbours it already
+looks up, the earlier rows of the batch, and a keyword probe of the slot's words, so a statement said
+weeks ago in other words is found too) and decides, as mem0's ADD / UPDATE / NOOP over extracted facts:
 
-It is decided in the indexer's review (``portamem.background.indexer.settle``), under the store's lock, against
-the nearest stored neighbours the review already looks up and the earlier rows of the same batch.
+- **add**: nothing current on the slot;
+- **update**: another value ("my budget is now 15000"), the opposite polarity ("I've gone off spicy
+  food" after "I love spicy food"), or a statement naming what it replaced ("I moved from Lyon to
+  Paris", "switched from Spotify to Apple Music") outdates the older memory: it becomes SUPERSEDED
+  with ``superseded_by`` the newer one, which records what it replaced and when (``REPLACED_KEY``,
+  shown on its prompt line). The one that arrived last wins (commit order, the outbox's ``pk``,
+  whatever order indexers settle them in);
+- **no-op**: the same value again ("I'm still in Paris") is one more sighting of the older memory
+  (its frequency counts it) and the newer row is retired into it;
+- **held for review**: a statement from a less trusted source than a high-trust memory it
+  contradicts waits PENDING (``Memory.confirm_memory`` activates it).
 
-With a merger plugin (``portamem_merge_statements``, e.g. an LLM), the pair also yields one merged
+A superseded memory is never recalled or purged; ``list_memories(filters={"statuses":
+["superseded"]})``, ``history`` and ``explain`` show it.
+
+It is decided in the indexer's review (``portamem.background.indexer.settle``), under the store's lock.
+
+With a merger plugin (``portamem_merge_statements``, e.g. an LLM), an update also yields one merged
 statement ("my budget was 5000, it is 8000 now"). It is stored PENDING: a model's rewrite is not
 the user's word, so it waits until the user mentions the attribute or one of its entities again
 (a later write that names them), then it becomes ACTIVE in place of the newer statement. If that
@@ -27,15 +41,27 @@ from ..components import Components
 from ..entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
-from ..records import MemoryRecord, Status, utcnow
-from ..statements import ATTRIBUTE_PREFIXES, attributes
+from ..records import TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, to_iso, utcnow
+from ..statements import ATTRIBUTE_PREFIXES, Statement, attributes, content_words, same_slot, same_value, \
+    statements_of
 from ..text import tokenize
 from .save import screen
 
-__all__ = ["Supersessions", "supersede", "PENDING_KEY"]
+__all__ = ["Supersessions", "supersede", "reconcile", "PENDING_KEY", "REPLACED_KEY"]
 
 #: metadata key of a merged statement waiting for its entity
 PENDING_KEY = "merged_pending"
+#: metadata key of what a memory's statement replaced: {"memory_id", "value", "at"}
+REPLACED_KEY = "replaced"
+#: statements about a thing the user has, likes or uses: a negative one outdates a positive one of the
+#: same thing whatever the attribute ("I sold the Golf" after "I drive a Golf")
+_OBJECT_ATTRIBUTES = frozenset({"preference", "uses", "has", "does", "diet"})
+#: the words that name a named relation in text, for the keyword probe of its slot
+_SLOT_WORDS = {"lives_in": "live living moved move home city based", "works_at": "work working job company joined",
+               "occupation": "work job profession", "diet": "diet vegetarian vegan meat eat",
+               "name": "name called", "allergic_to": "allergic allergy"}
+#: the user's current memories on a statement's words that the probe reads
+_PROBE_K = 20
 
 
 def _unprefixed(relation: str) -> str:
@@ -56,6 +82,10 @@ class Supersessions:
     statements activated or retired because a later write named their entity."""
 
     pairs: list[tuple[MemoryRecord, MemoryRecord]] = field(default_factory=list)
+    #: (older, newer) where the newer only said the older again: the newer is retired into the older
+    repeats: list[tuple[MemoryRecord, MemoryRecord]] = field(default_factory=list)
+    #: newer rows held PENDING: they contradict a high-trust memory
+    held: list[MemoryRecord] = field(default_factory=list)
     merged: list[MemoryRecord] = field(default_factory=list)
     activated: list[MemoryRecord] = field(default_factory=list)
     retired: list[MemoryRecord] = field(default_factory=list)
@@ -63,8 +93,8 @@ class Supersessions:
     @property
     def changed(self) -> list[MemoryRecord]:
         """Stored records whose status or links moved (for the index and the commit)."""
-        out = {r.memory_id: r for pair in self.pairs for r in pair}
-        out.update((r.memory_id, r) for r in [*self.activated, *self.retired])
+        out = {r.memory_id: r for pair in [*self.pairs, *self.repeats] for r in pair}
+        out.update((r.memory_id, r) for r in [*self.activated, *self.retired, *self.held])
         return list(out.values())
 
     def write(self, parts: Components, conn: Any, batch: set[str]) -> None:
@@ -78,6 +108,19 @@ class Supersessions:
                 values.update(status=r.status.value, superseded_by=r.superseded_by, metadata=r.metadata,
                               updated_at=now.timestamp())
             parts.store.update_fields(conn, [r.memory_id], reindex=False, **values)
+        for older, newer in self.repeats:
+            parts.store.update_fields(conn, [older.memory_id], reindex=False, frequency=older.frequency,
+                                      updated_at=older.updated_at.timestamp())
+            # the trail a duplicate leaves (portamem.write.dedupe): the same statement said again is one
+            rows.append({"action": "dedupe", "tenant_id": older.tenant_id, "user_id": older.user_id,
+                         "memory_id": older.memory_id,
+                         "detail": {"frequency": older.frequency, "session_id": newer.session_id,
+                                    "source": newer.source.value, "duplicate": newer.memory_id}})
+            rows.append({"action": "merged", "tenant_id": newer.tenant_id, "user_id": newer.user_id,
+                         "memory_id": newer.memory_id, "detail": {"into": older.memory_id, "at": now.isoformat()}})
+        for m in self.held:
+            rows.append({"action": "hold", "tenant_id": m.tenant_id, "user_id": m.user_id, "memory_id": m.memory_id,
+                         "detail": m.metadata["trust"]})
         if self.merged:
             parts.store.insert(conn, self.merged)  # embedded by the indexer's next batch, indexed when active
         for newer, older in self.pairs:
@@ -96,12 +139,74 @@ class Supersessions:
         parts.store.audit_many(conn, rows)
 
 
-def supersede(parts: Components, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]]) -> Supersessions:
-    """Review a batch's surviving rows (status set by trust and dedupe already) for new values.
+def _decide(mine: Sequence[Statement], other: MemoryRecord) -> str | None:
+    """What a new memory's statements make of an older memory: "update" when one of them outdates
+    it (all of its statements, or it states the value a new one says it replaced), "repeat" when
+    they say again what it says, None when they are about other things."""
+    theirs = statements_of(other)
+    if not theirs:  # a memory without statements: only a named previous value reaches it
+        return "update" if any(s.previous and _states(other, s.previous) for s in mine) else None
+    outdated, repeated = set(), set()
+    for b, old in enumerate(theirs):
+        for new in mine:
+            if same_slot(new, old):
+                if new.polarity == old.polarity and (same_value(new.value, old.value) or new.multi_valued):
+                    repeated.add(b)
+                elif new.polarity or old.polarity is False or _generic(new) or same_value(new.value, old.value):
+                    outdated.add(b)  # another value, or "no longer" of this one (or of the slot, unnamed)
+            elif new.previous and old.polarity and (same_value(old.value, new.previous)
+                                                    or content_words(new.previous) <= content_words(old.value)):
+                outdated.add(b)  # "moved from Lyon", "switched from Spotify", "instead of soy milk"
+            elif not new.polarity and old.polarity and new.attribute in _OBJECT_ATTRIBUTES \
+                    and old.attribute in _OBJECT_ATTRIBUTES and _same_thing(new.value, old.value):
+                outdated.add(b)  # "I sold the Golf" after "I drive a Golf"
+    if outdated and len(outdated | repeated) == len(theirs):
+        return "update"
+    if repeated and len(repeated) == len(theirs) and len(mine) == len(repeated):
+        return "repeat"
+    return None
 
-    ``near`` holds each row's nearest stored neighbours and the earlier rows of its batch and user.
-    Rows are changed in place; the caller commits ``Supersessions.write`` with the batch.
-    """
+
+def _speaks_for_the_user(record: MemoryRecord) -> bool:
+    """First-person statements are the user's own only in what the user or the application said; an
+    episode states nothing itself (the statements captured from its turns do), and "I live in Berlin"
+    on a web page or in a tool's output is someone else's."""
+    return record.source in (Source.USER, Source.SYSTEM) and record.type is not MemoryType.EPISODIC
+
+
+def _generic(statement: Statement) -> bool:
+    """A statement that ends its slot without naming the value ("I quit my job", "我辞职了")."""
+    return not statement.polarity and content_words(statement.value) <= {"job", "position", "工作"}
+
+
+def _same_thing(a: str, b: str) -> bool:
+    wa, wb = content_words(a), content_words(b)
+    return same_value(a, b) or (bool(wa & wb) and (wa <= wb or wb <= wa))
+
+
+def _states(record: MemoryRecord, value: str) -> bool:
+    words = content_words(value)
+    return bool(words) and words <= content_words(record.content)
+
+
+def _probe(parts: Components, tenant_id: str, user_id: str, statements: Sequence[Statement]) -> list[str]:
+    """The user's active memories whose words a statement's slot, value or previous value names."""
+    words = []
+    for st in statements:
+        words += [st.attribute.replace("_", " "), st.qualifier, st.value, st.previous or "",
+                  _SLOT_WORDS.get(st.attribute, "")]
+    query = " ".join(w for w in words if w)
+    if not query.strip():
+        return []
+    found = parts.store.keyword_search(tenant_id, user_id, query, SearchFilters(), _PROBE_K)
+    return [memory_id for memory_id, _ in found]
+
+
+def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[str, list[Any]]) -> Supersessions:
+    """Review a batch's surviving rows (status set by trust and dedupe already) against the user's
+    current statements (the module docstring). ``near`` holds each row's nearest stored neighbours and
+    the earlier rows of its batch and user. Rows are changed in place; the caller commits
+    ``Supersessions.write`` with the batch."""
     out = Supersessions()
     if not parts.settings.supersede:
         return out
@@ -114,42 +219,79 @@ def supersede(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
         by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
     for (tenant_id, user_id), group in by_scope.items():
         _wake_merged(parts, tenant_id, user_id, group, out)
-        with_values = [r for r in group if attributes(r)]
-        if not with_values:
+        stating = [(r, statements_of(r)) for r in group if _speaks_for_the_user(r)]
+        stating = [(r, st) for r, st in stating if st]
+        if not stating:
             continue
-        ids = [h.memory_id for r in with_values for h in near.get(r.memory_id, [])]
-        stored = {**parts.store.get(tenant_id, user_id, [i for i in ids if i not in batch]),
-                  **{i: batch[i] for i in ids if i in batch}}
+        probed = {r.memory_id: _probe(parts, tenant_id, user_id, st) for r, st in stating}
+        ids = [h.memory_id for r, _ in stating for h in near.get(r.memory_id, [])]
+        ids += [i for found in probed.values() for i in found]
+        # rows still waiting for their own review (committed, not embedded yet) meet this batch then
+        stored = {i: r for i, r in parts.store.get(tenant_id, user_id,
+                                                   [i for i in dict.fromkeys(ids) if i not in batch]).items()
+                  if not parts.needs_vector(r)}
+        stored.update({i: batch[i] for i in ids if i in batch})
         # the rows the wake-up changed, as changed (their stored copies are out of date)
         stored.update((m.memory_id, m) for m in out.changed if (m.tenant_id, m.user_id) == (tenant_id, user_id))
-        order = parts.store.arrival([r.memory_id for r in with_values] + list(stored))
+        order = parts.store.arrival([r.memory_id for r, _ in stating] + list(stored))
         for m in out.activated:  # a merged statement stands where the statement it came from arrived
             order[m.memory_id] = order.get(str(m.supersedes), order.get(m.memory_id, 0))
-        for record in with_values:
-            mine = attributes(record)
-            others = [stored[h.memory_id] for h in near.get(record.memory_id, []) if h.memory_id in stored]
+        for record, mine in stating:
+            seen = [h.memory_id for h in near.get(record.memory_id, [])] + probed[record.memory_id]
+            others = [stored[i] for i in dict.fromkeys(seen) if i in stored]
             others += [m for m in out.activated if m.user_id == user_id and m not in others]
+            # the latest first: a statement outdates the value current before it
+            others.sort(key=lambda o: -order.get(o.memory_id, 0))
             for other in others:
                 if other is record or other.status is not Status.ACTIVE or other.key is not None \
                         or record.status is not Status.ACTIVE:
                     continue
-                theirs = attributes(other)
-                if not any(k in theirs and theirs[k] != v for k, v in mine.items()):
-                    continue
-                newer, older = (record, other) if order.get(record.memory_id, 0) >= order.get(other.memory_id, 0) \
-                    else (other, record)
-                older.status = Status.SUPERSEDED
-                older.superseded_by = newer.memory_id
-                newer.supersedes = older.memory_id
-                if older in out.activated:  # a later value outdates the merged statement too
-                    out.activated.remove(older)
-                    out.retired.append(older)
-                else:
-                    out.pairs.append((newer, older))
-                    merged = _merged(parts, older, newer)
-                    if merged is not None:
-                        out.merged.append(merged)
+                later = order.get(record.memory_id, 0) >= order.get(other.memory_id, 0)
+                newer, older = (record, other) if later else (other, record)
+                decision = _decide(mine, other) if later else _decide(statements_of(other), record)
+                if decision == "repeat" and parts.settings.dedupe:  # a store that keeps every write keeps repeats
+                    _repeat(older, newer, out)
+                elif decision == "update":
+                    _update(parts, older, newer, out)
     return out
+
+
+#: a record's supersession in a batch's review (the name earlier releases knew it by)
+supersede = reconcile
+
+
+def _repeat(older: MemoryRecord, newer: MemoryRecord, out: Supersessions) -> None:
+    """The newer says again what the older says: one more sighting of the older, the newer retired."""
+    older.frequency += 1
+    older.updated_at = max(older.updated_at, newer.updated_at)
+    newer.status = Status.DELETED
+    newer.superseded_by = older.memory_id
+    newer.deleted_at = utcnow()
+    out.repeats.append((older, newer))
+
+
+def _update(parts: Components, older: MemoryRecord, newer: MemoryRecord, out: Supersessions) -> None:
+    """The newer outdates the older, unless it is less trusted than a high-trust older: then it waits."""
+    if older.trust is Trust.HIGH and TRUST_RANK[newer.trust] < TRUST_RANK[Trust.HIGH]:
+        newer.status = Status.PENDING
+        newer.metadata["trust"] = {"pending": "contradicts high trust", "contradicts": [older.memory_id],
+                                   "reason": f"another value of a statement of {older.memory_id}"}
+        out.held.append(newer)
+        return
+    older.status = Status.SUPERSEDED
+    older.superseded_by = newer.memory_id
+    newer.supersedes = older.memory_id
+    was = [s.value for s in statements_of(older)]
+    newer.metadata[REPLACED_KEY] = {"memory_id": older.memory_id, "at": to_iso(older.created_at),
+                                    "value": "; ".join(was) if was else older.content[:200]}
+    if older in out.activated:  # a later value outdates the merged statement too
+        out.activated.remove(older)
+        out.retired.append(older)
+    else:
+        out.pairs.append((newer, older))
+        merged = _merged(parts, older, newer)
+        if merged is not None:
+            out.merged.append(merged)
 
 
 def _merged(parts: Components, older: MemoryRecord, newer: MemoryRecord) -> MemoryRecord | None:

@@ -206,10 +206,11 @@ def check_json(settings: Settings, name: str, value: Any, *, bounded: bool = Tru
 #: metadata keys the write path owns, its provenance: the guard's verdict (``guard``), what redaction took
 #: out and sealed (``redactions``, ``pii_vault``), the trust review's notes (``trust``), how a memory was
 #: written (``trigger``, ``promote_to``, ``turns``, ``episode``, ``covers``, ``tool``), a merge waiting on
-#: a supersession (``merged_pending``) and the file id of an import (``imported_id``)
+#: a supersession (``merged_pending``), the value a statement replaced (``replaced``) and the file id of an
+#: import (``imported_id``)
 RESERVED_METADATA_KEYS = frozenset({
     "guard", "pii_vault", "redactions", "trust", "trigger", "promote_to", "turns", "episode", "covers", "tool",
-    "merged_pending", "imported_id",
+    "merged_pending", "replaced", "imported_id",
 })
 
 

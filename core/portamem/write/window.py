@@ -8,13 +8,14 @@ from typing import Any
 
 from ..components import Components
 from ..filters import SearchFilters
-from ..pipeline import WriteContext
+from ..pipeline import TriggerVote, WriteContext
 from ..records import MemoryRecord, MemoryType, Source, Status, Turn
-from ..statements import single_valued
+from ..statements import Statement
 from .requests import MemoryDraft
 from .save import build_record, prepare, write
 
-__all__ = ["MESSAGES_KEY", "LASTING_KINDS", "capture", "capture_draft", "compress", "episode", "episode_draft", "tool_drafts"]
+__all__ = ["MESSAGES_KEY", "LASTING_KINDS", "capture", "capture_drafts", "compress", "episode", "episode_draft",
+           "tool_drafts"]
 
 #: metadata key of a turn folded from a framework's messages: the messages themselves (``portamem.messages``)
 MESSAGES_KEY = "messages"
@@ -28,52 +29,88 @@ LASTING_KINDS = frozenset({"identity", "preference"})
 def capture(
     parts: Components, turn: Turn, *, user_id: str, tenant_id: str, session_id: str, wait: bool = False
 ) -> list[MemoryRecord]:
-    """Run the write-triggers on the user's message and write what they keep (``capture_draft``)."""
-    found = capture_draft(parts, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
-    if found is None:
-        return []
-    draft, explicit = found
-    return write(parts, [draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit, wait=wait)
+    """Write what the user's message leaves in memory (``capture_drafts``)."""
+    out: list[MemoryRecord] = []
+    for draft, explicit in capture_drafts(parts, turn, user_id=user_id, tenant_id=tenant_id, session_id=session_id):
+        out.extend(write(parts, [draft], user_id=user_id, tenant_id=tenant_id, explicit=explicit, wait=wait))
+    return out
 
 
-def capture_draft(
+def capture_drafts(
     parts: Components, turn: Turn, *, user_id: str, tenant_id: str, session_id: str
-) -> tuple[MemoryDraft, bool] | None:
-    """What the write-triggers keep of the user's message, and whether the user stressed it; None for nothing.
+) -> list[tuple[MemoryDraft, bool]]:
+    """What the user's message leaves in memory, each with whether the user stressed it.
 
-    A vote the user stressed ("remember that ...") goes to long-term memory at once, and so does
-    who the user is and what they like (``LASTING_KINDS``: said once, "My name is Dana", it holds for
-    its kind's half-life) and the value of one of their attributes ("my budget is 8000", which
-    supersedes the previous value); any other goes to working memory as a candidate that becomes long-term
-    when it is seen a second time.
+    - Each statement it makes ("I moved from Lyon to Paris", "my budget is now 15000", "I've gone off
+      spicy food") goes to long-term memory at once as its own memory, the clause it was said in; the
+      indexer's review reconciles it with what the user said before (``portamem.write.supersession``).
+    - Questions, requests to the assistant and small talk leave nothing (the extractor tells them apart).
+    - Any other sentence the write-triggers keep goes to long-term memory when the user stressed it
+      ("remember that ...") or it says who the user is or what they like (``LASTING_KINDS``), else to
+      working memory as a candidate that becomes long-term when it is seen a second time.
     """
     if not parts.settings.auto_capture or not turn.user.strip():
-        return None
+        return []
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings,
                        session_id=session_id, source=Source.USER, explicit=False)
-    votes = parts.hooks.trigger_votes(turn.user, ctx)
+    extraction = parts.hooks.extract(turn.user, ctx)
+    statements = extraction.statements if extraction is not None else []
+    said = [s for s, act in extraction.utterances if act == "statement"] \
+        if extraction is not None and extraction.utterances else [turn.user.strip()]
+    explicit = any(v.explicit for _, v in parts.hooks.trigger_votes(turn.user, ctx) if v.remember)
+    out: list[tuple[MemoryDraft, bool]] = []
+    by_clause: dict[str, list[Statement]] = {}
+    for st in statements:
+        by_clause.setdefault(st.text or turn.user.strip(), []).append(st)
+    for clause, group in by_clause.items():
+        kinds = {st.kind for st in group}
+        kind = next((k for k in ("identity", "preference", "fact") if k in kinds), "fact")
+        out.append((MemoryDraft(
+            content=clause[: parts.settings.max_content_chars], type=MemoryType.SEMANTIC, kind=kind,
+            session_id=session_id, created_at=turn.created_at,
+            metadata={"trigger": "states " + ", ".join(_named(st) for st in group)},
+        ), explicit))
+    rest = " ".join(s for s in said if not any(_covers(clause, s) for clause in by_clause))
+    found = _voted(parts, rest, ctx) if rest.strip() else None
+    if found is not None:
+        best = found
+        lasting = explicit or best.kind in LASTING_KINDS
+        out.append((MemoryDraft(
+            content=rest.strip()[: parts.settings.max_content_chars],
+            type=best.type if lasting else MemoryType.WORKING,
+            kind=best.kind if best.kind in parts.settings.half_lives else None,
+            session_id=session_id,
+            created_at=turn.created_at,
+            half_life_days=None if lasting else parts.settings.half_lives["task"],
+            metadata={"trigger": best.reason, **({} if lasting else {"promote_to": best.type.value})},
+        ), explicit))
+    return out
+
+
+def _voted(parts: Components, text: str, ctx: WriteContext) -> TriggerVote | None:
+    """The strongest yes of the write-triggers on ``text``, when it clears the threshold and every no."""
+    votes = parts.hooks.trigger_votes(text, ctx)
     yes = [v for _, v in votes if v.remember]
     no = max((v.strength for _, v in votes if not v.remember), default=0.0)
     if not yes:
         return None
     best = max(yes, key=lambda v: v.strength)
-    if best.strength < parts.settings.trigger_threshold or best.strength <= no:
-        return None
-    explicit = any(v.explicit for v in yes)
-    extraction = parts.hooks.extract(turn.user, ctx)
-    states_a_value = extraction is not None and any(len(t) >= 3 and single_valued(str(t[1]))
-                                                    for t in extraction.triples)
-    lasting = explicit or best.kind in LASTING_KINDS or states_a_value
-    draft = MemoryDraft(
-        content=turn.user.strip()[: parts.settings.max_content_chars],
-        type=best.type if lasting else MemoryType.WORKING,
-        kind=best.kind if best.kind in parts.settings.half_lives else None,
-        session_id=session_id,
-        created_at=turn.created_at,
-        half_life_days=None if lasting else parts.settings.half_lives["task"],
-        metadata={"trigger": best.reason, **({} if lasting else {"promote_to": best.type.value})},
-    )
-    return draft, explicit
+    return best if best.strength >= parts.settings.trigger_threshold and best.strength > no else None
+
+
+def _named(statement: Statement) -> str:
+    what = f"{statement.attribute} {statement.qualifier}".strip()
+    return f"{what}: {'' if statement.polarity else 'no longer '}{statement.value}"
+
+
+def _covers(clause: str, sentence: str) -> bool:
+    """The statement's clause was read from this sentence (the clause lost the sentence's lead-in)."""
+    a, b = _letters(clause), _letters(sentence)
+    return bool(a) and (a in b or b in a)
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
 def captured_from(
@@ -88,13 +125,15 @@ def captured_from(
 
 
 def episode_draft(
-    parts: Components, turns: Sequence[Turn], *, user_id: str, tenant_id: str, session_id: str
+    parts: Components, turns: Sequence[Turn], *, user_id: str, tenant_id: str, session_id: str,
+    captured: bool = False,
 ) -> MemoryDraft | None:
     """The episodic memory that stands for turns leaving a window (the summariser plugins write its text
     and its key facts, intent and outcome); None when nothing was worth keeping. The turns themselves
-    ride in its metadata."""
+    ride in its metadata. ``captured``: the turns' statements were captured as memories of their own
+    (portamem's own window), so the episode points at them rather than repeating them."""
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings,
-                       session_id=session_id, source=Source.USER, explicit=False)
+                       session_id=session_id, source=Source.USER, explicit=False, captured=captured)
     found = parts.hooks.summarize_turns(turns, ctx)
     fields = found if isinstance(found, dict) else {"summary": found or ""}
     text = str(fields["summary"]).strip()[: parts.settings.max_content_chars]
@@ -160,7 +199,8 @@ def tool_drafts(turns: Sequence[Turn], session_id: str) -> list[MemoryDraft]:
 def compress(parts: Components, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> list[MemoryRecord]:
     """What turns leaving the window become: their episode (unless nothing was worth keeping) and
     one tool memory per tool result."""
-    drafts = [d for d in [episode_draft(parts, turns, user_id=user_id, tenant_id=tenant_id, session_id=session_id)]
+    drafts = [d for d in [episode_draft(parts, turns, user_id=user_id, tenant_id=tenant_id, session_id=session_id,
+                                        captured=parts.settings.auto_capture)]
               if d is not None] + tool_drafts(turns, session_id)
     records = []
     for draft in drafts:
@@ -172,7 +212,8 @@ def compress(parts: Components, turns: Sequence[Turn], user_id: str, tenant_id: 
 
 def episode(
     parts: Components, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> MemoryRecord | None:
-    draft = episode_draft(parts, turns, user_id=user_id, tenant_id=tenant_id, session_id=session_id)
+    draft = episode_draft(parts, turns, user_id=user_id, tenant_id=tenant_id, session_id=session_id,
+                          captured=parts.settings.auto_capture)
     if draft is None:
         return None
     record = build_record(parts, draft, user_id=user_id, tenant_id=tenant_id)
