@@ -230,3 +230,62 @@ def test_passages_asked_for_at_once_go_to_the_embedder_in_one_call(embedder) -> 
     for t in pair:
         t.join()
     assert len(errors) in (1, 2) and batcher.embed(["still works"]).shape == (1, embedder.dim)
+
+
+def test_vector_index_writes_not_yet_applied_are_searched_and_survive_a_kill(tmp_path, embedder,
+                                                                               monkeypatch) -> None:  # noqa: ANN001
+    """The embedded index is written off the indexer's path: a user served by the index (not the
+    replica) finds noted writes at once, a forget hides them at once, and a process killed before
+    they were applied leaves a marker that makes the next open repair the index from the records."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    from portamem.storage.vectors import MilvusVectorIndex
+
+    monkeypatch.setattr(MilvusVectorIndex, "WRITE_DELAY_S", 3600.0)
+    monkeypatch.setattr(MilvusVectorIndex, "WRITE_BATCH", 10**6)
+    settings = Settings(path=str(tmp_path / "s"), replica_budget_mb=0)  # every vector search asks the index
+    with Memory(settings=settings, embedder=embedder) as mem:
+        kept, gone = mem.save_memories(["The spare key is under the blue flowerpot.",
+                                        "The wifi password is on the fridge."], user_id="u")
+        mem.flush()
+        assert mem.index.noted == 2 and mem.index.recovering is False
+        hits = mem.search_memory("where is the spare key?", user_id="u", top_k=1, sources=["vector"])
+        assert [h.memory_id for h in hits] == [kept.memory_id]
+        mem.forget_memory([gone.memory_id], user_id="u")
+        hits = mem.search_memory("the wifi password", user_id="u", top_k=2, sources=["vector"])
+        assert gone.memory_id not in [h.memory_id for h in hits]
+    with Memory(settings=settings, embedder=embedder) as mem:  # closing applied them
+        assert mem.index.ids() == {kept.memory_id} and not os.path.exists(mem.index.uri + ".pending")
+
+    writer = textwrap.dedent("""
+        import sys
+        from portamem import Memory, Settings
+        from portamem.storage.vectors import MilvusVectorIndex
+        MilvusVectorIndex.WRITE_DELAY_S = 3600.0
+        MilvusVectorIndex.WRITE_BATCH = 10**6
+        mem = Memory(settings=Settings(path=sys.argv[1]))
+        old = mem.save_memories([f"Shelf {i} holds the cookbooks of member {i}." for i in range(6)], user_id="v")
+        mem.flush()
+        mem.index.flush()  # applied
+        mem.forget_memory([r.memory_id for r in old], user_id="v")
+        recs = mem.save_memories([f"Locker {i} holds the tennis racket of member {i}." for i in range(6)], user_id="v")
+        mem.flush()  # the index holds as many rows as the records say, the wrong ones: only the marker tells
+        print(mem.index.noted, " ".join(r.memory_id for r in recs), flush=True)
+        sys.stdin.read()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", writer, settings.path], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        noted, *ids = proc.stdout.readline().split()  # type: ignore[union-attr]
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert int(noted) == 12
+    with Memory(settings=settings, embedder=embedder) as mem:
+        mem.flush()
+        assert mem.index.ids() == {kept.memory_id, *ids} and mem.index.recovering is False
+        assert not os.path.exists(mem.index.uri + ".pending")

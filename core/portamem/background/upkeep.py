@@ -67,9 +67,12 @@ def reconcile(parts: Components, progress: Any = None) -> None:
 
 def repair(parts: Components) -> None:
     """Make the index hold exactly the settled active rows when its count says it may not (a lost or
-    older index directory, a crash between an index write and its commit). Runs in the indexer."""
+    older index directory, a crash between an index write and its commit), or when the last process
+    noted index writes it never applied (``MilvusVectorIndex.recovering``). Runs in the indexer."""
     with parts.lock:
-        if parts.index.count() == parts.store.count(filters=SearchFilters()) and not parts.store.outbox_size():
+        recovering = getattr(parts.index, "recovering", False)
+        if not recovering and parts.index.count() == parts.store.count(filters=SearchFilters()) \
+                and not parts.store.outbox_size():
             return
         log.warning("vector index disagrees with the records; repairing")
         have = parts.index.ids()
@@ -80,6 +83,8 @@ def repair(parts: Components) -> None:
                 parts.attach_embeddings(todo)
                 parts.index.upsert(todo)
         parts.index.flush()
+        if recovering:
+            parts.index.repaired()
         parts.replica.clear()
 
 

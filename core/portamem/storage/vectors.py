@@ -9,6 +9,18 @@ search sees every write acknowledged before it without a flush; flushing a Milvu
 and only seals segments, so it happens on demand (:meth:`MilvusVectorIndex.flush`), never per write.
 milvus-lite, embedded or served (``milvus-lite server``), converts its unflushed rows again on every
 search (seconds at 20k), so it is flushed every ``FLUSH_EVERY`` writes.
+
+An embedded milvus-lite index is written off the caller's path: ``upsert`` and ``delete`` note the
+change and a background thread applies what accumulated in one batch (a milvus-lite write costs
+about a millisecond of Python and gRPC whatever its size). Searches see the noted changes at once
+(scored exactly beside the index's hits), ``flush``, ``count`` and ``ids`` apply them first, and a
+marker file beside the index says changes were noted but not applied, so a store reopened after a
+crash repairs the index from the records (``recovering``).
+
+Users are spread over ``BUCKETS`` partitions by a hash of their scope (a search reads one bucket);
+a partition per user made each new user's first write rewrite milvus-lite's manifest of every
+partition (20 ms at 500 users, growing with them) and a Milvus server caps a collection at 1,024.
+Collections made before keep their partition per user.
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ import logging
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -78,10 +91,15 @@ class VectorHit:
 
 
 class MilvusVectorIndex:
-    """Cosine search over one collection, one partition per tenant+user (milvus-lite prunes by partition)."""
+    """Cosine search over one collection, users spread over partitions (milvus-lite prunes by partition)."""
 
     #: milvus-lite (embedded or served) converts unflushed rows again on every search: flush it after this many writes
     FLUSH_EVERY = 2000
+    #: partitions the users are spread over
+    BUCKETS = 256
+    #: an embedded index applies noted writes once this many wait, or after ``WRITE_DELAY_S``
+    WRITE_BATCH = 512
+    WRITE_DELAY_S = 0.5
     #: every query of every row ("" needs a limit on a server)
     _ALL = 'id != ""'
 
@@ -102,14 +120,30 @@ class MilvusVectorIndex:
         self._lock = threading.RLock()
         self._unflushed = 0
         self._closed = False
+        self._client_closed = False
         self._local = not uri.startswith(("http://", "https://", "tcp://", "unix:"))
         self.remote = not self._local
+        #: writes noted and not yet applied (id -> (scope key, row; None for a delete)), and those in hand
+        self._noted: dict[str, tuple[int | None, dict[str, Any] | None]] = {}
+        self._applying: dict[str, tuple[int | None, dict[str, Any] | None]] = {}
+        self._noted_cond = threading.Condition()
+        self._noted_since = 0.0
+        self._drain_asked = 0
+        self._writer: threading.Thread | None = None
+        self._write_error: str | None = None
+        #: collections made before buckets keep a partition per user
+        self._per_user = False
         self._consistency: dict[str, str] = {"consistency_level": "Strong"} if self.remote else {}
         if self._local:
             if not uri.endswith(".db"):
                 raise StoreOpenError(f"a milvus-lite index path must end in .db, got {uri!r}")
             uri = self.uri = os.path.abspath(uri)
             _acquire_local(uri)
+        #: the embedded index is written by a background thread (see the module docstring)
+        self.deferred = self._local
+        self._marker = Path(self.uri + ".pending") if self._local else None
+        #: the last process noted writes it never applied: the records must repair the index
+        self.recovering = self._marker is not None and self._marker.exists()
         try:
             from pymilvus import MilvusClient
 
@@ -163,11 +197,14 @@ class MilvusVectorIndex:
                     raise
         c.load_collection(self.name)
         self._partitions = set(c.list_partitions(self.name))
+        self._per_user = any(len(p) == 17 and p.startswith("p") for p in self._partitions)
 
     def _partition(self, key: int) -> str:
         if not self.partition_per_user:
             return "_default"
-        return f"p{key & 0xFFFFFFFFFFFFFFFF:016x}"
+        if self._per_user:
+            return f"p{key & 0xFFFFFFFFFFFFFFFF:016x}"
+        return f"b{(key & 0xFFFFFFFFFFFFFFFF) % self.BUCKETS:03d}"
 
     def _has_partition(self, name: str) -> bool:
         """Whether a partition exists; on a server another process may have made it since we looked."""
@@ -190,41 +227,147 @@ class MilvusVectorIndex:
 
     # ---------------------------------------------------------------- writes
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        by_partition: dict[str, list[dict[str, Any]]] = {}
+        rows: list[tuple[int, dict[str, Any]]] = []
         for r in records:
             if r.embedding is None or len(r.embedding) != self.dim:
                 raise StoreError(f"record {r.memory_id} has no {self.dim}-d embedding for {self.model}")
             key = scope_key(r.tenant_id, r.user_id)
-            by_partition.setdefault(self._partition(key), []).append(
-                {
-                    "id": r.memory_id,
-                    "vec": [float(x) for x in r.embedding],
-                    "scope": key,
-                    "type": _TYPE_CODE[r.type],
-                    "source": _SOURCE_CODE[r.source],
-                    "trust": _TRUST_CODE[r.trust],
-                    "session": opt_key("session", r.session_id),
-                    "agent": opt_key("agent", r.agent_id),
-                    "created_at": r.created_at.timestamp(),
-                    "importance": float(r.importance),
-                }
-            )
-        with self._lock:
-            for partition, rows in by_partition.items():
-                self._ensure_partition(partition)
-                self.client.upsert(self.name, rows, partition_name=partition)
-                self._unflushed += len(rows)
-            self._maybe_flush()
+            rows.append((key, {
+                "id": r.memory_id,
+                "vec": [float(x) for x in r.embedding],
+                "scope": key,
+                "type": _TYPE_CODE[r.type],
+                "source": _SOURCE_CODE[r.source],
+                "trust": _TRUST_CODE[r.trust],
+                "session": opt_key("session", r.session_id),
+                "agent": opt_key("agent", r.agent_id),
+                "created_at": r.created_at.timestamp(),
+                "importance": float(r.importance),
+            }))
+        if self.deferred:
+            self._note([(row["id"], (key, row)) for key, row in rows])
+        else:
+            self._apply(dict((row["id"], (key, row)) for key, row in rows))
 
     def delete(self, memory_ids: Iterable[str]) -> None:
         ids = list(memory_ids)
         if not ids:
             return
+        if self.deferred:
+            self._note([(m, (None, None)) for m in ids])
+        else:
+            self._apply({m: (None, None) for m in ids})
+
+    def _apply(self, changes: dict[str, tuple[int | None, dict[str, Any] | None]]) -> None:
+        """Write changes to Milvus: upserts by partition, then deletes, in batches."""
+        by_partition: dict[str, list[dict[str, Any]]] = {}
+        gone: list[str] = []
+        for memory_id, (key, row) in changes.items():
+            if row is None:
+                gone.append(memory_id)
+            else:
+                by_partition.setdefault(self._partition(int(key)), []).append(row)  # type: ignore[arg-type]
         with self._lock:
-            for start in range(0, len(ids), 500):
-                self.client.delete(self.name, ids=ids[start:start + 500])
-            self._unflushed += len(ids)
+            for partition, rows in by_partition.items():
+                self._ensure_partition(partition)
+                self.client.upsert(self.name, rows, partition_name=partition)
+                self._unflushed += len(rows)
+            for start in range(0, len(gone), 500):
+                self.client.delete(self.name, ids=gone[start:start + 500])
+            self._unflushed += len(gone)
             self._maybe_flush()
+
+    # ---------------------------------------------------------------- writes off the caller's path
+    def _note(self, changes: list[tuple[str, tuple[int | None, dict[str, Any] | None]]]) -> None:
+        with self._noted_cond:
+            if self._closed:
+                raise StoreError("the vector index is closed")
+            if not self._noted and not self._applying:
+                self._mark(True)
+                self._noted_since = time.monotonic()
+            self._noted.update(changes)
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, name="portamem-vector-writer", daemon=True)
+                self._writer.start()
+            self._noted_cond.notify_all()
+
+    def _mark(self, pending: bool) -> None:
+        """The marker file beside the index: present while noted writes are not applied (and, once
+        found at open, until the records have repaired the index)."""
+        if self._marker is None:
+            return
+        if pending:
+            self._marker.touch()
+        elif not self.recovering:
+            self._marker.unlink(missing_ok=True)
+
+    def repaired(self) -> None:
+        """The records have brought the index in line (``portamem.background.upkeep.repair``)."""
+        with self._noted_cond:
+            self.recovering = False
+            if not self._noted and not self._applying:
+                self._mark(False)
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._noted_cond:
+                while not self._noted or (
+                        len(self._noted) < self.WRITE_BATCH and not self._drain_asked and not self._closed
+                        and time.monotonic() - self._noted_since < self.WRITE_DELAY_S):
+                    if self._closed and not self._noted:
+                        return
+                    wait = None if not self._noted else self.WRITE_DELAY_S - (time.monotonic() - self._noted_since)
+                    self._noted_cond.wait(wait if wait is None else max(0.01, wait))
+                self._applying, self._noted = self._noted, {}
+                self._noted_since = time.monotonic()
+            try:
+                self._apply(self._applying)
+                failed = None
+            except Exception as exc:  # noqa: BLE001 - kept noted and tried again; searches still see them
+                log.exception("vector index write failed; retrying")
+                failed = f"{type(exc).__name__}: {exc}"
+            with self._noted_cond:
+                if failed is not None:  # newer notes of the same ids win
+                    self._noted = {**self._applying, **self._noted}
+                self._applying = {}
+                self._write_error = failed
+                if not self._noted:
+                    self._mark(False)
+                self._noted_cond.notify_all()
+                if failed is not None:
+                    self._noted_cond.wait(1.0)
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Apply every noted write now (and wait for it)."""
+        if self._writer is None:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._noted_cond:
+            self._drain_asked += 1
+            self._noted_cond.notify_all()
+            try:
+                while self._noted or self._applying:
+                    if self._write_error is not None and not self._applying:
+                        raise StoreError(f"the vector index cannot be written: {self._write_error}")
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise StoreError(f"the vector index still has {len(self._noted) + len(self._applying)} "
+                                         f"writes to apply after {timeout} s")
+                    self._noted_cond.wait(left)
+            finally:
+                self._drain_asked -= 1
+
+    @property
+    def noted(self) -> int:
+        """Writes noted and not yet applied."""
+        with self._noted_cond:
+            return len(self._noted) + len(self._applying)
+
+    def _overlay(self, key: int) -> tuple[set[str], list[dict[str, Any]]]:
+        """Ids whose noted state overrides what the index holds, and the noted rows of one scope."""
+        with self._noted_cond:
+            changes = {**self._applying, **self._noted}
+        return set(changes), [row for k, row in changes.values() if row is not None and k == key]
 
     def _maybe_flush(self) -> None:
         if self.lite and self._unflushed >= self.FLUSH_EVERY:
@@ -236,12 +379,16 @@ class MilvusVectorIndex:
         return self._unflushed
 
     def flush(self) -> None:
+        self.drain()
         with self._lock:
             if self._unflushed:
                 self.client.flush(self.name)
                 self._unflushed = 0
 
     def drop(self) -> None:
+        with self._noted_cond:
+            self._noted.clear()
+        self.drain()
         with self._lock:
             if self.client.has_collection(self.name):
                 self.client.drop_collection(self.name)
@@ -252,8 +399,8 @@ class MilvusVectorIndex:
     def search(
         self, tenant_id: str, user_id: str, vector: np.ndarray, k: int, filters: SearchFilters
     ) -> list[VectorHit]:
-        found = self._query(scope_key(tenant_id, user_id), [np.asarray(vector, dtype=np.float32).tolist()], k, filters)
-        return [] if found is None else found[0]
+        return self._query(scope_key(tenant_id, user_id), [np.asarray(vector, dtype=np.float32).tolist()], k,
+                           filters)[0]
 
     def nearest(self, records: Sequence[MemoryRecord], k: int = 3) -> dict[str, list[VectorHit]]:
         """For each record (by id), its k nearest active neighbours in its tenant+user, one call per scope."""
@@ -263,30 +410,44 @@ class MilvusVectorIndex:
         out: dict[str, list[VectorHit]] = {}
         for key, group in by_scope.items():
             found = self._query(key, [[float(x) for x in r.embedding or ()] for r in group], k, SearchFilters())
-            if found is not None:
-                out.update((r.memory_id, hits) for r, hits in zip(group, found))
+            out.update((r.memory_id, hits) for r, hits in zip(group, found))
         return out
 
     def _query(
         self, key: int, vectors: list[list[float]], k: int, filters: SearchFilters
-    ) -> list[list[VectorHit]] | None:
-        """The k nearest of each vector within one scope; None when the scope has no partition yet."""
+    ) -> list[list[VectorHit]]:
+        """The k nearest of each vector within one scope: the index's hits and the scope's noted
+        writes, scored exactly beside them (a noted delete or newer version hides the index's row)."""
+        hidden, noted = self._overlay(key) if self.deferred else (set(), [])
         partition = self._partition(key)
-        if not self._has_partition(partition):
-            return None
-        with self._lock:
-            result = self.client.search(
-                self.name,
-                data=vectors,
-                anns_field="vec",
-                limit=k,
-                filter=self._expression(key, filters),
-                partition_names=[partition],
-                search_params={"metric_type": "COSINE"},
-                output_fields=[],
-                **self._consistency,
-            )
-        return [[VectorHit(str(h["id"]), float(h["distance"])) for h in hits] for hits in result]
+        found: list[list[VectorHit]] = [[] for _ in vectors]
+        if self._has_partition(partition):
+            with self._lock:
+                result = self.client.search(
+                    self.name,
+                    data=vectors,
+                    anns_field="vec",
+                    limit=k + len(hidden),
+                    filter=self._expression(key, filters),
+                    partition_names=[partition],
+                    search_params={"metric_type": "COSINE"},
+                    output_fields=[],
+                    **self._consistency,
+                )
+            found = [[VectorHit(str(h["id"]), float(h["distance"])) for h in hits if str(h["id"]) not in hidden]
+                     for hits in result]
+        noted = [row for row in noted if _admits(row, filters)]
+        if not noted:
+            return [hits[:k] for hits in found]
+        mat = np.asarray([row["vec"] for row in noted], dtype=np.float32)
+        mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
+        out = []
+        for vec, hits in zip(vectors, found):
+            q = np.asarray(vec, dtype=np.float32)
+            scores = mat @ (q / max(float(np.linalg.norm(q)), 1e-12))
+            merged = hits + [VectorHit(row["id"], float(s)) for row, s in zip(noted, scores)]
+            out.append(sorted(merged, key=lambda h: -h.score)[:k])
+        return out
 
     @staticmethod
     def _expression(key: int, f: SearchFilters) -> str:
@@ -312,11 +473,13 @@ class MilvusVectorIndex:
         return " and ".join(parts)
 
     def count(self) -> int:
+        self.drain()
         with self._lock:
             rows = self.client.query(self.name, filter=self._ALL, output_fields=["count(*)"], **self._consistency)
         return int(rows[0]["count(*)"])
 
     def ids(self) -> set[str]:
+        self.drain()
         out: set[str] = set()
         with self._lock:
             it = self.client.query_iterator(self.name, batch_size=5000, filter=self._ALL, output_fields=["id"],
@@ -329,11 +492,21 @@ class MilvusVectorIndex:
         return out
 
     def close(self) -> None:
-        """Release the client (and the embedded server when this was its last user). Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
+        """Apply what is noted, then release the client (and the embedded server when this was its
+        last user). Idempotent."""
+        try:
+            self.drain()
+        except StoreError:  # the marker stays: the next open repairs the index from the records
+            log.exception("closing the vector index with writes not applied")
+        with self._noted_cond:
             self._closed = True
+            self._noted_cond.notify_all()
+        if self._writer is not None:
+            self._writer.join()
+        with self._lock:
+            if self._client_closed:
+                return
+            self._client_closed = True
             try:
                 if self._local:  # a server keeps unsealed rows in its log: nothing is lost unflushed
                     self.flush()
@@ -347,6 +520,25 @@ class MilvusVectorIndex:
         if self._local:
             self._local = False
             _release_local(self.uri)
+
+
+def _admits(row: dict[str, Any], f: SearchFilters) -> bool:
+    """``MilvusVectorIndex._expression`` applied to one row (the scope is checked by the caller)."""
+    if f.types and row["type"] not in {_TYPE_CODE[t] for t in f.types}:
+        return False
+    if f.sources and row["source"] not in {_SOURCE_CODE[x] for x in f.sources}:
+        return False
+    if f.trusts and row["trust"] not in {_TRUST_CODE[t] for t in f.trusts}:
+        return False
+    if f.session_id is not None and row["session"] != opt_key("session", f.session_id):
+        return False
+    if f.agent_id is not None and row["agent"] not in (opt_key("agent", f.agent_id), 0):
+        return False
+    if f.created_after is not None and not row["created_at"] > f.created_after.timestamp():
+        return False
+    if f.created_before is not None and not row["created_at"] <= f.created_before.timestamp():
+        return False
+    return f.min_importance is None or row["importance"] >= f.min_importance
 
 
 # milvus-lite serves each .db directory from one in-process server that outlives its clients;
