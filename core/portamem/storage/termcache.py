@@ -185,6 +185,8 @@ class TermCache:
                 self._users[scope] = (have[0] + n, have[1] + length)
 
     def _shrink(self, keep: frozenset[TermKey] | set[TermKey] = frozenset()) -> None:
+        if self._bytes <= self.budget:  # listing every cached term on each commit cost 1.5 ms per save
+            return
         for key in list(self._terms):
             if self._bytes <= self.budget:
                 break
