@@ -3,9 +3,12 @@
 The text is read in several views: as written (normalised: NFKC, casefold, invisible characters
 dropped, look-alike letters mapped to Latin), with spaced-out letters squashed, in leetspeak,
 reversed, rot13, and every base64, hex, URL-encoded or escaped payload decoded (nested twice).
-Each view runs the phrase rules of ``injection_rules``; hidden markup (invisible Unicode tag
-characters, zero-width characters inside words, bidi overrides, HTML comments) adds its own
-findings. Findings add up by rule; a total of 1.0 quarantines.
+Each view runs the phrase rules of ``injection_rules``; the text as written (and every decoded
+payload) is also read by ``directives`` (instructions aimed at the assistant's answer) and by the
+learned model of ``injection_model`` (hashed character n-grams, words and concepts, a linear model
+trained by ``benchmarks/train_guard.py``), which catches wordings no rule was written for; hidden
+markup (invisible Unicode tag characters, zero-width characters inside words, bidi overrides, HTML
+comments) adds its own findings. Findings add up by rule; a total of 1.0 quarantines.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from portamem import hookimpl
 from portamem.pipeline import GuardVerdict, WriteContext
 from portamem.records import MemoryRecord, MemoryType, Source
 
-from . import directives
+from . import directives, injection_model
 from .injection_rules import RULES, Rule
 
 __all__ = ["Finding", "THRESHOLD", "DATA_THRESHOLD", "threshold", "scan", "judge", "portamem_guard"]
@@ -231,6 +234,21 @@ def _views(text: str) -> list[tuple[str, str, bool]]:
     return views
 
 
+def _learned(view: str, layer: str) -> list[Finding]:
+    """The learned model's finding on the normalised text: its likeliest window, when it reaches a threshold.
+
+    At the user threshold it quarantines any write; between the two thresholds it weighs
+    ``DATA_THRESHOLD``, which quarantines web and tool content and adds to other findings in a user's turn.
+    """
+    model = injection_model.load()
+    best = None if model is None else model.best_window(view)
+    if model is None or best is None or best.probability < model.data_threshold:
+        return []
+    weight = 1.0 if best.probability >= model.user_threshold else DATA_THRESHOLD
+    return [Finding("learned", f"learned injection model ({best.probability:.2f})", weight, layer,
+                    _evidence(view[best.start:best.end]))]
+
+
 def _match(rule: Rule, view: str, squashed: bool) -> re.Match[str] | None:
     pattern = rule.compact if squashed else rule.pattern
     return None if pattern is None else pattern.search(view)
@@ -251,6 +269,7 @@ def scan(text: str, *, _depth: int = 0, _layer: str = "") -> list[Finding]:
         if layer == "text":
             findings.extend(Finding(s.rule, s.label, s.weight, _layer or layer, _evidence(s.evidence))
                             for s in directives.signals(view))
+            findings.extend(_learned(view, _layer or layer))
     if _depth < _MAX_DEPTH:
         for encoding, decoded in [*payloads, *_decoded(text)]:
             inner = scan(decoded, _depth=_depth + 1, _layer=_layer or encoding)
