@@ -77,7 +77,7 @@ class Scope:
         """One hybrid search over the keywords together, so scores stay comparable."""
         query = " ".join(k for k in keywords if k.strip())
         hits = await self.memory.asearch_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id,
-                                                filters=for_agent(None, self.agent_id))
+                                                filters=for_agent(None, self.agent_id), touch=True)
         memories = [{"memory_id": h.memory_id, "content": h.content, "score": h.score} for h in hits]
         return format_memories(hits, ids=True) or NOTHING_FOUND, {"memories": memories}
 

@@ -183,7 +183,7 @@ class PortamemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             """Search the user's long-term memory; returns the best matches, one per line."""
             scope = self.scope(runtime.context, runtime.config)
             hits = self.memory.search_memory(query, user_id=scope.user_id, top_k=self.top_k, tenant_id=scope.tenant_id,
-                                             filters=for_agent(None, scope.agent_id))
+                                             filters=for_agent(None, scope.agent_id), touch=True)
             return format_memories(hits) or "No memories match."
 
         def save_memory(text: str, runtime: ToolRuntime[Any, Any]) -> str:

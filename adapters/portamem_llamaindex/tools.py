@@ -75,12 +75,12 @@ class PortamemToolSpec(BaseToolSpec):
             limit: the most memories to return.
         """
         hits = self.memory.search_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id,
-                                         filters=for_agent(None, self.agent_id))
+                                         filters=for_agent(None, self.agent_id), touch=True)
         return format_memories(hits, ids=True) or NOTHING_FOUND
 
     async def asearch_memory(self, query: str, limit: int = 5) -> str:
         hits = await self.memory.asearch_memory(query, user_id=self.user_id, top_k=limit, tenant_id=self.tenant_id,
-                                                filters=for_agent(None, self.agent_id))
+                                                filters=for_agent(None, self.agent_id), touch=True)
         return format_memories(hits, ids=True) or NOTHING_FOUND
 
     def forget_memory(self, memory_id: str) -> str:

@@ -137,6 +137,9 @@ class Settings:
     #: run maintenance (eviction, purge, consolidation, audit scan) every this many seconds in a
     #: background thread of each ``Memory``; None: only when ``maintain()`` is called
     maintain_interval_s: float | None = None
+    #: a session whose last turn is this old has ended: when the user recalls in another session (and
+    #: at maintenance) its window leaves as episodes, so the next conversation finds what it said
+    session_idle_s: float = 1800.0
     #: reindex automatically on open when the embedder changed (else raise)
     auto_reindex: bool = True
     #: final-score multipliers by trust (high/medium/low); never higher for lower trust
@@ -189,6 +192,8 @@ class Settings:
             if not (-1.0 <= mean < 1.0 and 0.0 < std < 1.0):
                 raise ConfigError(f"vector_calibration needs numbers 'mean' in [-1, 1) and 'std' in (0, 1), "
                                   f"got {self.vector_calibration!r}")
+        if not self.session_idle_s > 0:
+            raise ConfigError(f"session_idle_s must be a positive number of seconds, got {self.session_idle_s}")
         if self.maintain_interval_s is not None and not self.maintain_interval_s > 0:
             raise ConfigError(f"maintain_interval_s must be a positive number of seconds, got {self.maintain_interval_s}")
         if not (0.0 <= self.prompt_margin <= 1.0 and 0.0 <= self.prompt_min_evidence <= 1.0):

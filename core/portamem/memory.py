@@ -35,7 +35,7 @@ from .lifecycle.reinforcement import refresh
 from .plugins import get_plugin_manager, Hooks
 from .portable.keys import Namespace, get_keyed, list_keyed
 from .portable.transfer import export_jsonl, import_jsonl
-from .read.calibration import calibration_for
+from .read.calibration import calibration_for, measured_calibration
 from .read.candidates import SOURCES
 from .read.replica import VectorReader
 from .read.search import Retriever, Search
@@ -48,7 +48,7 @@ from .storage.vectors import MilvusVectorIndex
 from .vault import Vault, load_private_key
 from .write import trust
 from .write import validation as check
-from .write.batch import save_many
+from .write.batch import close_sessions, save_many
 from .write.privacy import reveal
 from .write.requests import MemoryDraft, SaveRequest, SaveResult, TurnRequest
 from .write.save import checked_drafts, settled, write
@@ -117,8 +117,9 @@ class Memory:
         self.vectors = VectorReader(self.store, self.index, budget_mb=settings.replica_budget_mb, lock=self._lock)
         self.parts.vectors = self.vectors
         self._queries = QueryCache(self.embedder, settings.query_cache_size)
-        self.retriever = Retriever(self.store, self.vectors, self._queries.get,  # type: ignore[arg-type]
-                                   calibration_for(self.embedder.name, settings.vector_calibration))
+        calibration = calibration_for(self.embedder.name, settings.vector_calibration) \
+            or measured_calibration(self.store, self.embedder)
+        self.retriever = Retriever(self.store, self.vectors, self._queries.get, calibration)  # type: ignore[arg-type]
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
         self.indexer = Indexer(self.parts, batch=settings.index_batch)
         self.parts.queue = self.indexer
@@ -508,6 +509,18 @@ class Memory:
         # the write path's own draft (its metadata holds the turns, keys callers may not set): checked, not bounded
         return write(self.parts, [draft], user_id=user_id, tenant_id=tenant_id, explicit=True)[0]
 
+    def end_idle_sessions(self, *, user_id: str, now: datetime | None = None, keep: str | None = None,
+                          tenant_id: str | None = None) -> list[MemoryRecord]:
+        """End the user's sessions (but ``keep``) whose last turn is ``Settings.session_idle_s`` or more
+        before ``now``: their working windows leave as episodes. ``recall`` does this before it searches
+        in another session, and maintenance for every user. Returns the episodes written."""
+        self._check_open()
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        now = check.check_datetime("now", now) or utcnow()
+        keep = check.check_id(self.settings, "session_id", keep, optional=True)
+        return close_sessions(self.parts, tenant_id, user_id, now=now, idle_s=self.settings.session_idle_s, keep=keep)
+
     def clear_context(self, *, user_id: str, session_id: str | None = None, tenant_id: str | None = None) -> None:
         """Drop the working window (of one session, or all) without writing episodic memory."""
         self._check_open()
@@ -645,6 +658,7 @@ class Memory:
     aadd_turn = _async_twin(add_turn)
     acontext = _async_twin(context)
     aclear_context = _async_twin(clear_context)
+    aend_idle_sessions = _async_twin(end_idle_sessions)
     aupdate_memory = _async_twin(update_memory)
     aexport = _async_twin(export)
     aimport = _async_twin(import_)

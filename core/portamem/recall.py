@@ -60,9 +60,14 @@ def recall(
 
     The read path keeps out memories whose text is in the session's working window or in ``shown``
     (messages the framework itself puts in front of the model), so the model does not read them twice.
-    With ``agent_id`` the agent sees its private memories (first) and the shared layer. With
+    Sessions of the user that ended (``Settings.session_idle_s``) are compressed into episodes first
+    (``Memory.end_idle_sessions``). With ``agent_id`` the agent sees its private memories (first) and
+    the shared layer. With
     ``Settings.recall_gate`` a message that ``needs_recall`` says no to gets no search at all.
     """
+    end = getattr(memory, "end_idle_sessions", None)
+    if end is not None:  # a conversation that ended before this one: what it said is long-term memory now
+        end(user_id=user_id, now=now, keep=session_id, tenant_id=tenant_id)
     if memory.settings.recall_gate and not needs_recall(
             memory, query, user_id=check_id(memory.settings, "user_id", user_id), tenant_id=tenant_id):
         return []

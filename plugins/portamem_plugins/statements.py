@@ -25,11 +25,12 @@ __all__ = ["extract_statements", "clauses"]
 
 # ---------------------------------------------------------------------------------------------- English
 #: what ends a value: punctuation, a conjunction or a word that starts another part of the sentence
-_END = (r"(?=\s*(?:[,;!?:()\"]|\.(?:\s|$)|$)|\s+(?:and|but|so|because|since|as|which|who|where|while|though|"
+_END = (r"(?=\s*(?:[;!?()\"]|[,:](?!\d)|\.(?:\s|$)|$)|\s+(?:and|but|so|because|since|as|which|who|where|while|though|"
         r"although|if|now|anymore|any\s?more|from now on|these days|nowadays|instead|too|as well|again|for good|"
         r"for now|at the moment|right now|after all|though|then)\b)")
-_P = r"(?P<value>[^,;!?:()\"]{1,60}?)"
-_PREV = r"(?P<prev>[^,;!?:()\"]{1,60}?)"
+#: a value: anything up to a clause's end, a number's "12,000" and a time's "17:25" included
+_P = r"(?P<value>(?:[^,;!?:()\"]|(?<=\d)[,:](?=\d)){1,60}?)"
+_PREV = r"(?P<prev>(?:[^,;!?:()\"]|(?<=\d)[,:](?=\d)){1,60}?)"
 _TIME = re.compile(
     r"\s+(?:(?:last|this|next|past|earlier this|later this)\s+(?:week|month|year|summer|winter|spring|autumn|fall|"
     r"weekend|night|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|yesterday|today|tonight|recently|lately|"
@@ -59,8 +60,8 @@ _CHANGE = (r"changed|updated|moved|pushed(?:\s+back)?|bumped(?:\s+up)?|raised|in
            r"rescheduled|postponed|upgraded|downgraded|extended|brought forward|shifted|adjusted|switched|"
            r"doubled|halved|capped|revised")
 _ATTR = r"(?P<attr>(?:[\w'-]+\s+){0,6}?[\w'-]+)"
-_VAL = r"(?P<value>[^,;!?()\"]{1,60}?)"
-_PRV = r"(?P<prev>[^,;!?()\"]{1,60}?)"
+_VAL = r"(?P<value>(?:[^,;!?()\"]|(?<=\d),(?=\d)){1,60}?)"
+_PRV = r"(?P<prev>(?:[^,;!?()\"]|(?<=\d),(?=\d)){1,60}?)"
 
 #: attribute heads people give a value of; another head needs a number, a name or a change word
 _KNOWN_ATTRS = frozenset(
@@ -135,10 +136,11 @@ _ENGLISH: list[tuple[re.Pattern[str], str, bool, str]] = [
     (_en(r"{SUBJ}(?:switched|changed|moved|upgraded|downgraded|converted|swapped|migrated)\s+(?:over\s+)?"
          r"from\s+{PREV}\s+to\s+{P}{END}"), "uses", True, "preference"),
     (_en(r"{SUBJ}(?:switched|swapped|migrated)\s+(?:over\s+)?to\s+{P}{END}"), "uses", True, "preference"),
-    (_en(r"\bi(?:'ll| will|'d| would)?\s*(?:have|take|drink|eat|use|get|go with|prefer|want|choose|order|pick)\s+"
+    (_en(r"\b(?:i|we)(?:'ll| will|'d| would|'ve| have)?\s*(?:have|take|drink|eat|use|get|go with|gone with|going with|"
+         r"went with|prefer|want|choose|chose|chosen|order|ordered|pick|picked|booked|book)\s+"
          r"{P}\s+instead\s+of\s+{PREV}{END}"), "preference", True, "preference"),
-    (_en(r"\binstead\s+of\s+{PREV},\s*(?:i(?:'ll| will|'d| would)?\s*(?:have|take|drink|eat|use|get|go with|"
-         r"prefer|want|choose)\s+)?{P}{END}"), "preference", True, "preference"),
+    (_en(r"^instead\s+of\s+{PREV},\s*(?:i|we)(?:'ll| will|'d| would|'ve| have)?\s*(?:have|take|drink|eat|use|get|"
+         r"go with|gone with|went with|prefer|want|choose|chose)\s+{P}{END}"), "preference", True, "preference"),
     # liking and no longer liking
     (_en(r"\bi(?:'m| am)\s+not\s+(?:really\s+)?(?:into|keen on|a (?:big |huge )?fan of)\s+{P}\s+any\s?more"),
      "preference", False, "preference"),
@@ -187,6 +189,8 @@ _ATTRIBUTE_EN = [
         r"(?:from\s+{PRV}\s+)?to\s+{VAL}{END}"),
     _en(r"\bthe\s+{ATTR}\s+(?:is|are)\s+(?:now|actually)\s+{VAL}{END}"),
     _en(r"^{ATTR}\s+(?:is|are)\s+now\s+{VAL}{END}"),
+    # a known attribute opening a sentence: "Budget is 12,000 pounds all in", "The deadline is Friday"
+    _en(r"^(?:the\s+|our\s+)?(?P<attr>[\w'-]+(?:\s+[\w'-]+)?)\s+(?:is|are|'s)\s+(?:set\s+(?:at|to)\s+)?(?:at\s+|on\s+)?{VAL}{END}"),
 ]
 
 
@@ -265,6 +269,8 @@ def _english(sentence: str) -> Iterator[tuple[int, int, Statement]]:
             if attribute in ("i", "it", "that", "this", "he", "she", "they", "there", "what", "who"):
                 continue
             known = attribute in _KNOWN_ATTRS or attribute in _RELATIONS.values()
+            if pattern is _ATTRIBUTE_EN[-1] and not (known and _DIGIT_OR_NAME.search(value)):
+                continue  # "Dinner is ready": a sentence opening with a thing states its value, not its state
             if not (known or _DIGIT_OR_NAME.search(value) or _CHANGE_WORD.search(sentence) or prev):
                 continue
             kind = "identity" if attribute in ("name", "lives_in", "works_at", "occupation") else "fact"

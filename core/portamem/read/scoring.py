@@ -9,6 +9,7 @@ May import: the data model and the read path's candidates.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -18,8 +19,8 @@ import numpy as np
 
 from ..duplicates import is_duplicate
 from ..records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust
-from ..statements import triples_conflict
-from ..text import tokenize
+from ..statements import content_words, triples_conflict
+from ..text import has_cjk, tokenize
 from .candidates import SOURCES, Candidate, ComponentScorer
 from .trace import TraceEntry
 
@@ -164,11 +165,7 @@ def rank(
         )
         if twin is not None:
             other = kept[twin]
-            assert other.candidate.record is not None
-            held = other.candidate.record
-            # the more trusted says it best, then the newest
-            if _covers(held, record) or (not _covers(record, held) and (TRUST_RANK[record.trust], record.created_at)
-                                         > (TRUST_RANK[held.trust], held.created_at)):
+            if _keeps(entry.candidate, other.candidate):
                 kept[twin], kept_words[twin] = entry, words
                 other.fate = f"near-identical to more trusted, newer or more precise {record.memory_id}"
             else:
@@ -177,9 +174,14 @@ def rank(
         kept.append(entry)
         kept_words.append(words)
     if kept and (margin > 0 or min_evidence > 0):
-        best = max(e.final for e in kept)
+        # a newer hit that says what changed outdates an older one about the same thing: the prompt
+        # shows the current value only
+        current = [(e, w) for e, w in zip(kept, kept_words)
+                   if not (newer := next((o for o in kept if _outdates(o, e)), None))
+                   or _fate(e, f"outdated by the newer {newer.candidate.memory_id}")]
+        best = max((e.final for e, _ in current), default=0.0)
         bearing = []
-        for entry, words in zip(kept, kept_words):
+        for entry, words in current:
             if entry.final < margin * best:
                 entry.fate = f"far below the best hit ({entry.final:.3f} < {margin:g} x {best:.3f})"
             elif evidence_share(entry.candidate.components, weights) < min_evidence:
@@ -206,6 +208,47 @@ def _same(ca: Candidate, a_words: frozenset[str], cb: Candidate, b_words: frozen
         return True
     # one rule for "the same memory" on write and on read: words, numbers and negation must agree
     return is_duplicate(a.content, b.content, _pair_cosine(ca, cb), threshold)
+
+#: words that say a statement changes an earlier one ("now", "moved", "instead", 改成, 不再)
+_CHANGE = re.compile(
+    r"\b(?:now|no longer|anymore|any more|instead|changed?|moved|switched|pushed|postponed|rescheduled|"
+    r"upgraded|downgraded|cancell?ed|sold|quit|actually|updated?|this time|from now on|rebooked|bumped|raised|"
+    r"lowered|increased|reduced|replaced|went with|gone with|going with|gone off|scratch that|correction|bump|"
+    r"delayed|put back|brought forward|gone up|went up|crept up|up to|down to|dropped to|cut|no more|left|"
+    r"went to|switched to|adjusted|tweaked|lost|these days|nowadays)\b"
+    r"|现在|改成|改为|改到|换成|换了|不再|搬到|搬去|取消|推迟|提前|更新|其实|改了|调整|减到|加到|降到|提高到|涨到|改用|"
+    r"戒了|退了|已经不|变成", re.I)
+
+
+def _outdates(newer: TraceEntry, older: TraceEntry) -> bool:
+    """The newer memory says something changed, and the two are about the same thing: two content words
+    in common (one Chinese word)."""
+    a, b = newer.candidate.record, older.candidate.record
+    assert a is not None and b is not None
+    if a.created_at <= b.created_at or a.memory_id == b.memory_id or not _CHANGE.search(a.content):
+        return False
+    shared = content_words(a.content) & content_words(b.content)
+    # a Chinese word carries more than an English one: one of two characters or more is enough
+    return len(shared) >= 2 or any(len(w) >= 2 and has_cjk(w) for w in shared)
+
+
+def _fate(entry: TraceEntry, fate: str) -> bool:
+    entry.fate = fate
+    return False
+
+
+def _keeps(a: Candidate, b: Candidate) -> bool:
+    """Of two near-identical hits, whether ``a`` says it best: the memory an episode covers over the
+    episode, a reviewed memory over a queued duplicate the indexer will merge into it, then the more
+    trusted, then the newest."""
+    ra, rb = a.record, b.record
+    assert ra is not None and rb is not None
+    if _covers(rb, ra) or _covers(ra, rb):
+        return _covers(rb, ra)
+    if a.queued != b.queued:
+        return not a.queued
+    return (TRUST_RANK[ra.trust], ra.created_at) > (TRUST_RANK[rb.trust], rb.created_at)
+
 
 def _covers(episode: MemoryRecord, record: MemoryRecord) -> bool:
     """The episode holds the memory captured from one of its turns: the memory says it more precisely."""

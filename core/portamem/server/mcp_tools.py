@@ -59,7 +59,7 @@ def build_mcp(memory: Memory, *, user_id: str, name: str = "portamem") -> MCPSer
     @_reported
     async def search_memory(query: str, top_k: int = 5) -> dict[str, Any]:
         """The user's memories most relevant to the query, best first, and the lines to put in a prompt."""
-        hits = await memory.asearch_memory(query, user_id=user_id, top_k=top_k)
+        hits = await memory.asearch_memory(query, user_id=user_id, top_k=top_k, touch=True)  # a model reads them
         out: dict[str, Any] = {
             "memories": [{"memory_id": h.memory_id, "content": h.content, "score": h.score,
                           "found_by": list(h.found_by), "created_at": to_iso(h.record.created_at),

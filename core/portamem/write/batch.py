@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ..components import Components
@@ -24,7 +25,7 @@ from .requests import SaveRequest, SaveResult, TurnRequest
 from .save import checked_drafts, drafted, stage
 from .window import capture_drafts, compress
 
-__all__ = ["save_many"]
+__all__ = ["save_many", "close_sessions"]
 
 
 @dataclass
@@ -117,6 +118,43 @@ def _apply(parts: Components, segment: Sequence[tuple[SaveResult, _Turn | None]]
         raise
 
 
+def close_sessions(parts: Components, tenant_id: str, user_id: str, *, now: datetime, idle_s: float,
+                   keep: str | None = None) -> list[MemoryRecord]:
+    """End the user's sessions whose last turn is ``idle_s`` or more before ``now`` (all but ``keep``):
+    their windows leave as episodes, as when a full window empties, so what was said in a finished
+    conversation is in long-term memory when the next one begins. Returns the episodes written."""
+    ended = []
+    for session_id in parts.store.session_ids(tenant_id, user_id):
+        if session_id == keep:
+            continue
+        window = parts.store.turns(tenant_id, user_id, session_id)
+        if window and (now - window[-1].created_at).total_seconds() >= idle_s:
+            ended.append((session_id, window))
+    written: list[MemoryRecord] = []
+    for session_id, window in ended:
+        with parts.lock:
+            episodes = compress(parts, window, user_id, tenant_id, session_id)
+            try:
+                with parts.store.transaction() as conn:
+                    parts.outbox.enqueue(episodes)  # noted before the commit, as ``stage`` does
+                    parts.store.insert(conn, episodes)
+                    parts.store.drop_turns(conn, [t.seq for t in window if t.seq])
+                    parts.store.audit_many(conn, _compressed(episodes, tenant_id, user_id, session_id, len(window),
+                                                             ended=True))
+            except BaseException:
+                parts.outbox.forget([e.memory_id for e in episodes])
+                raise
+        written.extend(episodes)
+    return written
+
+
+def _compressed(episodes: Sequence[MemoryRecord], tenant_id: str, user_id: str, session_id: str, turns: int, *,
+                ended: bool = False) -> list[dict[str, Any]]:
+    return [{"action": "compress_turns", "tenant_id": tenant_id, "user_id": user_id, "memory_id": e.memory_id,
+             "detail": {"session_id": session_id, "turns": turns, **({"session_ended": True} if ended else {})}}
+            for e in episodes]
+
+
 def _turn(parts: Components, conn: Any, planned: _Turn, audit: list[dict[str, Any]]) -> list[MemoryRecord]:
     """Append a turn to its window in ``conn``; the turns it pushes out become the returned
     episode and tool memories (``portamem.write.window.compress``)."""
@@ -135,6 +173,5 @@ def _turn(parts: Components, conn: Any, planned: _Turn, audit: list[dict[str, An
     if not any(t is turn for t in evicted):
         parts.store.add_turn(conn, tenant_id, user_id, session_id, kept)
     parts.store.drop_turns(conn, [t.seq for t in evicted if t.seq])
-    audit.extend({"action": "compress_turns", "tenant_id": tenant_id, "user_id": user_id, "memory_id": e.memory_id,
-                  "detail": {"session_id": session_id, "turns": len(evicted)}} for e in episodes)
+    audit.extend(_compressed(episodes, tenant_id, user_id, session_id, len(evicted)))
     return episodes

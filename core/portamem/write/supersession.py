@@ -33,6 +33,7 @@ later write gives yet another value, the merged statement is retired instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +43,7 @@ from ..entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
 from ..records import TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, to_iso, utcnow
-from ..statements import ATTRIBUTE_PREFIXES, Statement, attributes, content_words, same_slot, same_value, \
+from ..statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, content_words, same_slot, same_value, \
     statements_of
 from ..text import tokenize
 from .save import screen
@@ -144,8 +145,9 @@ def _decide(mine: Sequence[Statement], other: MemoryRecord) -> str | None:
     it (all of its statements, or it states the value a new one says it replaced), "repeat" when
     they say again what it says, None when they are about other things."""
     theirs = statements_of(other)
-    if not theirs:  # a memory without statements: only a named previous value reaches it
-        return "update" if any(s.previous and _states(other, s.previous) for s in mine) else None
+    if not theirs:  # a memory without statements: a named previous value, or another value of the attribute
+        return "update" if any((s.previous and _states(other, s.previous)) or _gives_another(other, s)
+                               for s in mine) else None
     outdated, repeated = set(), set()
     for b, old in enumerate(theirs):
         for new in mine:
@@ -182,6 +184,21 @@ def _generic(statement: Statement) -> bool:
 def _same_thing(a: str, b: str) -> bool:
     wa, wb = content_words(a), content_words(b)
     return same_value(a, b) or (bool(wa & wb) and (wa <= wb or wb <= wa))
+
+
+_A_VALUE = re.compile(r"\d")
+
+
+def _gives_another(record: MemoryRecord, statement: Statement) -> bool:
+    """A memory without statements that names the statement's free attribute (its head and qualifier
+    words) beside a number that is not the statement's value: "Budget is 12,000 pounds all in" against
+    "the budget is now 15k"."""
+    if not statement.polarity or statement.multi_valued or statement.attribute in NAMED:
+        return False
+    words = content_words(record.content)
+    named = content_words(f"{statement.attribute} {statement.qualifier}")
+    return bool(named) and named <= words and bool(_A_VALUE.search(record.content)) \
+        and not content_words(statement.value) <= words
 
 
 def _states(record: MemoryRecord, value: str) -> bool:

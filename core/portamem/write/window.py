@@ -24,6 +24,8 @@ TOOL_RESULT_CHARS = 300
 
 #: kinds a person states once and expects remembered: captured straight into long-term memory
 LASTING_KINDS = frozenset({"identity", "preference"})
+#: a write-trigger vote this strong (a correction, say) is long-term at once too
+LASTING_STRENGTH = 0.8
 
 
 def capture(
@@ -46,8 +48,9 @@ def capture_drafts(
       indexer's review reconciles it with what the user said before (``portamem.write.supersession``).
     - Questions, requests to the assistant and small talk leave nothing (the extractor tells them apart).
     - Any other sentence the write-triggers keep goes to long-term memory when the user stressed it
-      ("remember that ...") or it says who the user is or what they like (``LASTING_KINDS``), else to
-      working memory as a candidate that becomes long-term when it is seen a second time.
+      ("remember that ..."), it says who the user is or what they like (``LASTING_KINDS``) or a trigger
+      votes for it strongly (a correction), else to working memory as a candidate that becomes
+      long-term when it is seen a second time.
     """
     if not parts.settings.auto_capture or not turn.user.strip():
         return []
@@ -71,10 +74,9 @@ def capture_drafts(
             metadata={"trigger": "states " + ", ".join(_named(st) for st in group)},
         ), explicit))
     rest = " ".join(s for s in said if not any(_covers(clause, s) for clause in by_clause))
-    found = _voted(parts, rest, ctx) if rest.strip() else None
-    if found is not None:
-        best = found
-        lasting = explicit or best.kind in LASTING_KINDS
+    best = _voted(parts, rest, ctx) if rest.strip() else None
+    if best is not None:
+        lasting = explicit or best.kind in LASTING_KINDS or best.strength >= LASTING_STRENGTH
         out.append((MemoryDraft(
             content=rest.strip()[: parts.settings.max_content_chars],
             type=best.type if lasting else MemoryType.WORKING,
