@@ -134,6 +134,72 @@ def load_indirect() -> tuple[list[Sample], list[Sample]]:
     return attacks, ordinary
 
 
+def load_fresh() -> tuple[list[Sample], list[Sample]]:
+    """The fresh set (``fresh.jsonl``), written after the learned model was frozen.
+
+    Each injection is judged alone as a user's turn, alone as web content, and placed (``{attack}``)
+    in a carrier of its language, chosen in turn, as web content; the ordinary texts are judged as
+    their own source, and the users' turns also as web content.
+    """
+    rows = _jsonl(DATA / "fresh.jsonl")
+    carriers: dict[str, list[str]] = {}
+    for r in rows:
+        if r["type"] == "carrier":
+            carriers.setdefault(r["lang"], []).append(r["text"])
+    attacks: list[Sample] = []
+    ordinary: list[Sample] = []
+    counters = dict.fromkeys(carriers, 0)
+    for r in rows:
+        if r["type"] == "attack":
+            attacks.append(Sample(r["text"], True, "fresh", r["lang"], "fresh", source="user"))
+            attacks.append(Sample(r["text"], True, "fresh", r["lang"], "fresh", source="web"))
+            pool = carriers[r["lang"]]
+            text = pool[counters[r["lang"]] % len(pool)].replace("{attack}", r["text"])
+            counters[r["lang"]] += 1
+            attacks.append(Sample(text, True, "fresh", r["lang"], "fresh", carrier="carrier", source="web"))
+        elif r["type"] == "ordinary":
+            ordinary.append(Sample(r["text"], False, "fresh", r["lang"], "fresh", r["source"], source=r["source"]))
+            if r["source"] == "user":
+                ordinary.append(Sample(r["text"], False, "fresh", r["lang"], "fresh", "user as web", source="web"))
+    ordinary += [Sample(c.replace("{attack}", "").strip(), False, "fresh", lang, "fresh", "carrier", source="web")
+                 for lang, pool in carriers.items() for c in pool]
+    return attacks, ordinary
+
+
+def fresh_report(attacks: list[Sample], ordinary: list[Sample]) -> dict[str, tuple[int, int, list[Sample]]]:
+    """(flagged, total, the misses or false alarms) per judgement of the fresh set, overall and per language."""
+    from portamem_plugins.guard import judge
+
+    groups: dict[str, list[Sample]] = {}
+    for s in attacks:
+        where = "as a user's turn" if s.source == "user" else (
+            "as web content, alone" if s.carrier == "alone" else "as web content, in a carrier")
+        for lang in ("all", s.lang):
+            groups.setdefault(f"attacks {where} [{lang}]", []).append(s)
+        if s.source == "web":
+            groups.setdefault(f"attacks as web content, both [{'all'}]", []).append(s)
+    for s in ordinary:
+        kind = {"user": "users' own turns", "web": "web and tool texts", "user as web": "users' turns judged as web",
+                "carrier": "carriers without a payload"}[s.form]
+        groups.setdefault(f"false alarms: {kind}", []).append(s)
+    out = {}
+    for name, pick in groups.items():
+        flagged = [judge(s.text, s.source) is not None for s in pick]
+        wrong = [s for s, f in zip(pick, flagged) if f != s.attack]
+        out[name] = (sum(flagged), len(pick), wrong)
+    return out
+
+
+def _print_fresh(rep: dict[str, tuple[int, int, list[Sample]]], show: bool) -> None:
+    print("\nFresh set (written after the learned model was frozen; never tuned on)")
+    for name in sorted(rep, key=lambda k: (k.startswith("false"), k)):
+        hit, n, wrong = rep[name]
+        print(f"  {name:<52} {hit:>3}/{n:<3} {_rate(hit, n)}")
+        if show:
+            for s in wrong:
+                print(f"      {'MISS' if s.attack else 'ALARM'} {s.text!r}")
+
+
 def evaluate(samples: list[Sample]) -> dict[str, object]:
     """Flag every sample; the rates and the misses, per split and overall."""
     from portamem_plugins.guard import judge
@@ -274,9 +340,14 @@ def _print_indirect(rep: dict[object, object]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--misses", choices=["dev", "heldout", "test"],
-                    help="list the misses and false alarms of a split (heldout: rules corpus, test: indirect)")
+    ap.add_argument("--misses", choices=["dev", "heldout", "test", "fresh"],
+                    help="list the misses and false alarms of a split (heldout: rules corpus, test: indirect, fresh)")
+    ap.add_argument("--rules-only", action="store_true", help="the guard without its learned model (the figures before it)")
     args = ap.parse_args(argv)
+    if args.rules_only:
+        from portamem_plugins import guard
+
+        guard.injection_model.load = lambda: None  # type: ignore[assignment]
     samples = load_attacks() + load_ordinary()
     if not LOCOMO.exists():
         print(f"note: {LOCOMO} not found; LoCoMo turns left out", file=sys.stderr)
@@ -286,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     everyday = [s for s in samples if not s.attack]
     rep = indirect_report(attacks, ordinary, everyday)
     _print_indirect(rep)  # type: ignore[arg-type]
+    _print_fresh(fresh_report(*load_fresh()), args.misses == "fresh")
     full, rules_only = guard_cost()
     print(f"\nguard cost: {1000 * float(report['seconds_per_text']):.2f} ms per text "  # type: ignore[arg-type]
           f"wall ({len(samples)} texts of the rules corpus); an 8000-character text of e-mails, web snippets and "

@@ -19,10 +19,11 @@ none of it negatives.
 
 The model is a logistic regression on the hashed n-grams (numpy, Adam, L2, the classes weighed
 equal). The thresholds come from 5-fold cross-validation, grouped by source text: the smallest
-probability at which at most ``--data-alarms`` (1 %) of the out-of-fold web pages, e-mails, code and
-tool output, and of all ordinary texts judged as web content, would be flagged is the data
-threshold; at most ``--user-alarms`` (0.5 %) of the users' own turns (requests, daily conversation,
-LoCoMo), the user threshold. Deterministic for a given seed.
+probability at which at most ``--data-alarms`` (1 %) of all out-of-fold ordinary texts judged as web
+content, and at most ``--web-alarms`` (2.5 %) of the web pages, e-mails, code and tool output (hard
+negatives, written to share the attacks' words: AI assistants, links, passwords, orders to staff),
+would be flagged is the data threshold; at most ``--user-alarms`` (0.5 %) of the users' own turns
+(requests, daily conversation, memories about a user, LoCoMo), the user threshold. Deterministic for a given seed.
 
     python benchmarks/train_guard.py              # cross-validate, train, write the .npz
     python benchmarks/train_guard.py --dry-run    # the figures only
@@ -119,6 +120,16 @@ def build(seed: int, generated: int) -> Corpus:
     for s in guard_eval.load_ordinary():
         if s.origin == "locomo" and s.split == "dev":
             ordinary.append((s.text, "en", "user", "locomo"))
+    # the first fresh round, measured blind on the model of 66a766b, then trained on
+    for r in _jsonl(DATA / "fresh.jsonl"):
+        if r["type"] == "attack":
+            attacks.append((r["text"], r["lang"], "fresh1"))
+        elif r["type"] == "ordinary":
+            ordinary.append((r["text"], r["lang"], r["source"], "fresh1"))
+        else:
+            text = r["text"].replace("{attack}", "").strip()
+            ordinary.append((text, r["lang"], "web", "fresh1"))
+            carriers[r["lang"]].append(text)
 
     for text, lang, source in guard_corpus.ordinary(random.Random(seed + 1), generated):
         ordinary.append((text, lang, source, "generated"))
@@ -287,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="share of the out-of-fold users' own turns the user threshold may flag")
     ap.add_argument("--data-alarms", type=float, default=0.01,
                     help="share of all out-of-fold ordinary texts, judged as web content, the data threshold may flag")
+    ap.add_argument("--web-alarms", type=float, default=0.025,
+                    help="share of the out-of-fold web pages, e-mails, code and tool output (written to look like "
+                         "attacks: about AI assistants, links, passwords, orders to staff) the data threshold may flag")
     ap.add_argument("--no-bag", dest="bag", action="store_false",
                     help="ship the model trained on everything instead of the mean of it and the fold models")
     ap.add_argument("--dry-run", action="store_true", help="report, do not write the model")
@@ -324,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     ordinary = [i for i, t in enumerate(corpus.texts) if not t.attack and not t.generated]
     users = [i for i in ordinary if corpus.texts[i].source == "user"]
     web = [i for i in ordinary if corpus.texts[i].source == "web"]
-    data_threshold = max(_threshold(oof[web], args.data_alarms), _threshold(oof[ordinary], args.data_alarms))
+    data_threshold = max(_threshold(oof[web], args.web_alarms), _threshold(oof[ordinary], args.data_alarms))
     user_threshold = max(data_threshold, _threshold(oof[users], args.user_alarms))
 
     written = [i for i, t in enumerate(corpus.texts) if t.attack and not t.generated]
@@ -354,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
         hit = sum(rules[i] or oof[i] >= thr for i in pick)
         only_rules = sum(rules[i] for i in pick)
         print(f"  {name:<42} {hit}/{len(pick)} ({100 * hit / len(pick):.1f}%; rules alone {only_rules})")
+    print("operating points (model alone, out of fold): threshold, attacks alone, in a carrier; false alarms "
+          "users' turns, web/e-mail/code, all as web")
+    for thr in (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9):
+        cells = [f"{100 * float((oof[p] >= thr).mean()):5.1f}%" for p in (alone, placed, users, web, ordinary)]
+        print(f"  {thr:.2f}  " + "  ".join(cells))
     kinds: dict[str, list[int]] = {}
     for i in alone:
         kinds.setdefault(corpus.texts[i].kind.split(":")[0] + ":" + corpus.texts[i].lang, []).append(i)

@@ -130,6 +130,11 @@ _CONCEPTS: dict[str, tuple[str, str]] = {
              r"链接|鏈接|网址|網址|点击|點擊|访问|訪問|网站|網站|登录|登錄|页面|頁面"),
     "ME": (r"i|me|my|mine|myself|i'm|i've|i'd|we|our|us",
            r"我|我们|我們|咱们|咱們"),
+    # what something can do, is described as doing: product copy and news, not an order
+    "CAN": (r"can|could|may|might|lets|allows?|enables?|supports?|helps?|able|now available|available|"
+            r"according|found|showed|says|said|reported|study|researchers|announced|launched|feature\w*|"
+            r"tutorial|guide|docs|documentation|changelog|release notes|version",
+            r"可以|能够|能夠|支持|帮你|幫你|帮助|幫助|研究|发现|發現|显示|顯示|据|據|发布|發佈|推出|功能|教程|指南|文档|文檔|更新说明|更新說明|版本"),
 }
 _CONCEPT_IDS = {name: i for i, name in enumerate(_CONCEPTS)}
 #: pairs of concepts further apart than this (characters) are not a pair
