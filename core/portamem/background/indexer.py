@@ -273,6 +273,7 @@ class Indexer:
             if not current:  # indexed meanwhile by a synchronous change
                 return [r.memory_id for _, _, r in rows], 0
             records = [r for _, _, r in current]
+            batch_ids = {r.memory_id for r in records}
             stale = []
             for r in records:
                 if _needs_vector(parts, r):
@@ -289,6 +290,10 @@ class Indexer:
             outcome = settle(parts, review)
             touched = {r.memory_id: r for r in records}
             touched.update((r.memory_id, r) for r in outcome.changed)
+            _vectors_of_changed(parts, [r for m, r in touched.items() if m not in batch_ids])
+            # a changed row still waiting for its own turn in the outbox (no vector yet) stays there
+            touched = {m: r for m, r in touched.items()
+                       if m in batch_ids or r.status is not Status.ACTIVE or not parts.needs_vector(r)}
             upsert = [r for r in touched.values() if r.status is Status.ACTIVE]
             gone = [m for m, r in touched.items() if r.status is not Status.ACTIVE]
             if upsert:
@@ -301,6 +306,19 @@ class Indexer:
                 parts.store.mark_indexed(list(touched), conn)
             parts.replica.apply(upsert, [touched[m] for m in gone])
         return [r.memory_id for _, _, r in rows], len(current)
+
+
+def _vectors_of_changed(parts: Components, records: Sequence[MemoryRecord]) -> None:
+    """Give stored rows the review changed their stored vector when they were read without it."""
+    todo: dict[Scope, list[MemoryRecord]] = {}
+    for r in records:
+        if r.status is Status.ACTIVE and parts.needs_vector(r):
+            todo.setdefault((r.tenant_id, r.user_id), []).append(r)
+    for scope, group in todo.items():
+        found = parts.store.vectors(*scope, [r.memory_id for r in group], parts.embedder.name)
+        for r in group:
+            if r.memory_id in found:
+                parts.attach(r, found[r.memory_id])
 
 
 def _needs_vector(parts: Components, record: MemoryRecord) -> bool:
@@ -323,18 +341,16 @@ class Outcome:
 
     def write(self, parts: Components, conn: Any) -> None:
         now = utcnow()
-        for r in self.reviewed:  # statuses the review set (pending by trust), or a merge retired
-            parts.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value, metadata=r.metadata,
-                                      superseded_by=r.superseded_by, deleted_at=ts_of(r.deleted_at))
+        # statuses the review set (pending by trust), or a merge retired: one statement for the batch
+        parts.store.update_each(conn, [
+            {"memory_id": r.memory_id, "status": r.status.value, "metadata": r.metadata,
+             "superseded_by": r.superseded_by, "deleted_at": ts_of(r.deleted_at)} for r in self.reviewed])
         trust.apply_confirmations(parts, conn, self.confirmations)
-        for target, duplicate in self.merges:
-            parts.store.update_fields(
-                conn, [target.memory_id], reindex=False,
-                frequency=target.frequency, importance=target.importance,
-                importance_band=target.importance_band, type=target.type.value,
-                kind=target.kind, half_life_days=target.half_life_days, trust=target.trust.value,
-                updated_at=target.updated_at.timestamp(), metadata=target.metadata,
-            )
+        parts.store.update_each(conn, [
+            {"memory_id": t.memory_id, "frequency": t.frequency, "importance": t.importance,
+             "importance_band": t.importance_band, "type": t.type.value, "kind": t.kind,
+             "half_life_days": t.half_life_days, "trust": t.trust.value, "updated_at": t.updated_at.timestamp(),
+             "metadata": t.metadata} for t, _ in self.merges])
         self.superseded.write(parts, conn, {r.memory_id for r in self.reviewed})
         retired = [(c.pending, c.by) for c in self.confirmations] + self.merges
         parts.store.audit_many(
@@ -380,18 +396,23 @@ def settle(parts: Components, records: Sequence[MemoryRecord]) -> Outcome:
     active = [r for r in records if r.status is Status.ACTIVE]
     near = parts.replica.nearest(active, k=trust.NEIGHBOURS, exclude=batch) if active else {}
     near = _with_earlier(active, near, trust.NEIGHBOURS)
-    confirmations = trust.review(parts, records, near)
-    retired = {c.by.memory_id for c in confirmations}
-    merges: list[tuple[MemoryRecord, MemoryRecord]] = []
-    by_scope: dict[Scope, list[MemoryRecord]] = {}
-    for r in records:
-        if r.memory_id not in retired:
-            by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
-    for group in by_scope.values():
-        merges.extend(dedupe(parts, group, near, batch={r.memory_id: r for r in records}))
-    now = utcnow()
-    for target, duplicate in [(c.pending, c.by) for c in confirmations] + merges:
-        duplicate.status = Status.DELETED
-        duplicate.superseded_by = target.memory_id
-        duplicate.deleted_at = now
-    return Outcome(list(records), confirmations, merges, supersede(parts, records, near))
+    # the rules ask the store one user at a time: their neighbours' rows and pending memories are
+    # read here for the whole batch in two statements
+    with parts.store.reading([h.memory_id for hits in near.values() for h in hits],
+                             [(r.tenant_id, r.user_id) for r in active]):
+        confirmations = trust.review(parts, records, near)
+        retired = {c.by.memory_id for c in confirmations}
+        merges: list[tuple[MemoryRecord, MemoryRecord]] = []
+        by_scope: dict[Scope, list[MemoryRecord]] = {}
+        for r in records:
+            if r.memory_id not in retired:
+                by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
+        for group in by_scope.values():
+            merges.extend(dedupe(parts, group, near, batch={r.memory_id: r for r in records}))
+        now = utcnow()
+        for target, duplicate in [(c.pending, c.by) for c in confirmations] + merges:
+            duplicate.status = Status.DELETED
+            duplicate.superseded_by = target.memory_id
+            duplicate.deleted_at = now
+        superseded = supersede(parts, records, near)
+    return Outcome(list(records), confirmations, merges, superseded)

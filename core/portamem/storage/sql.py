@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from ..filters import SearchFilters
 from ..records import MemoryRecord, Status, Turn
 from ..text import tokenize
 from .dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
+from . import fast
 from .keywords import PostingsKeywordIndex, keyword_md
 from .termcache import TermCache
 from .schema import (
@@ -34,6 +36,10 @@ from .schema import (
 )
 
 __all__ = ["RecordStore"]
+
+
+def _without_vector(row: Any) -> Any:
+    return SimpleNamespace(_mapping={**row._mapping, "embedding": None})
 
 
 class RecordStore:
@@ -68,6 +74,8 @@ class RecordStore:
             self.engine.dispose()
             raise StoreOpenError(f"cannot open record store {safe_url(url)}: {exc}") from exc
         self._write_lock = threading.RLock()
+        #: rows read once for a batch of reads of one thread (``reading``)
+        self._batch = threading.local()
         if self.is_sqlite and keyword_cache_mb > 0:
             self.keywords.cache = TermCache(int(keyword_cache_mb * 2**20), self._write_lock)
 
@@ -116,12 +124,12 @@ class RecordStore:
         indexing only."""
         if not records:
             return
-        # parameters apart from the statement: compiled once, and one round trip for the batch
-        result = conn.execute(
-            memories.insert().returning(memories.c.pk, sort_by_parameter_order=True),
-            [{**record_row(r), "indexed": indexed} for r in records],
-        )
-        pks = [int(row[0]) for row in result]
+        rows = [{**record_row(r), "indexed": indexed} for r in records]
+        if self.is_sqlite:
+            pks = fast.insert_memories(conn, rows)
+        else:  # parameters apart from the statement: compiled once, and one round trip for the batch
+            result = conn.execute(memories.insert().returning(memories.c.pk, sort_by_parameter_order=True), rows)
+            pks = [int(row[0]) for row in result]
         self._write_derived(conn, list(zip(pks, records)))
 
     def upsert_keyed(self, conn: Connection, record: MemoryRecord) -> bool:
@@ -156,7 +164,9 @@ class RecordStore:
             {"pk": pk, "tenant_id": r.tenant_id, "user_id": r.user_id, "entity": e[:256]}
             for pk, r in rows for e in dict.fromkeys(normalize_entity(e) for e in r.entities) if e
         ]
-        if entities:
+        if entities and self.is_sqlite:
+            fast.insert_entities(conn, entities)
+        elif entities:
             conn.execute(entities_t.insert(), entities)
         # one keyword update for the batch: its counters are locked once, in key order
         self.keywords.add(conn, [(pk, r.tenant_id, r.user_id, keyword_text(r)) for pk, r in rows])
@@ -188,9 +198,30 @@ class RecordStore:
         result = conn.execute(memories.update().where(memories.c.memory_id.in_(list(memory_ids))).values(**values))
         return int(result.rowcount)
 
+    def update_each(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        """Set fields of many rows by ``memory_id``, each row its own values: one statement per set
+        of field names, executed once for all its rows (``update_fields`` is one statement per row)."""
+        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(tuple(sorted(k for k in row if k != "memory_id")), []).append(row)
+        for names, group in groups.items():
+            if self.is_sqlite:
+                fast.executemany(conn, f'UPDATE memories SET {", ".join(f"{chr(34)}{n}{chr(34)} = ?" for n in names)} '
+                                       "WHERE memory_id = ?",
+                                 [(*(fast._value(n, r[n]) for n in names), r["memory_id"]) for r in group])
+                continue
+            stmt = memories.update().where(memories.c.memory_id == sa.bindparam("_id")).values(
+                {name: sa.bindparam(f"_{name}", type_=memories.c[name].type) for name in names})
+            conn.execute(stmt, [{"_id": r["memory_id"], **{f"_{n}": r[n] for n in names}} for r in group])
+
     def set_embeddings(self, conn: Connection, records: Sequence[MemoryRecord]) -> None:
         """Store the vectors the indexer computed (the records stay the source of truth for rebuilds)."""
-        if records:
+        if records and self.is_sqlite:
+            fast.executemany(conn, "UPDATE memories SET embedding = ?, embedding_model = ?, embedding_version = ? "
+                                   "WHERE memory_id = ?",
+                             [(vec_to_blob(r.embedding), r.embedding_model, r.embedding_version, r.memory_id)
+                              for r in records])
+        elif records:
             conn.execute(
                 memories.update().where(memories.c.memory_id == sa.bindparam("mid")).values(
                     embedding=sa.bindparam("emb"), embedding_model=sa.bindparam("model"),
@@ -277,12 +308,78 @@ class RecordStore:
         the few ids through the unique index instead of scanning every row of the user by scope."""
         return [memories.c.tenant_id.concat("") == tenant_id, memories.c.user_id.concat("") == user_id]
 
+    @contextmanager
+    def reading(self, memory_ids: Sequence[str] = (), pending: Sequence[tuple[str, str]] = ()) -> Iterator[None]:
+        """Within the block, this thread's ``get`` of these ids and ``reviewed_pending`` of these
+        (tenant, user) scopes answer from rows read here in two statements, each call building
+        fresh records from them. For a batch of reads that asked one scope at a time (the indexer's
+        review of rows of many users); the caller holds the lock that keeps the rows current."""
+        ids = list(dict.fromkeys(memory_ids))
+        scopes = list(dict.fromkeys(pending))
+        waiting: dict[tuple[str, str], list[Any]] = {scope: [] for scope in scopes}
+        tenants = sorted({t for t, _ in scopes})
+        users = sorted({u for _, u in scopes})
+        c = memories.c
+        with self.engine.connect() as conn:
+            if self.is_sqlite:
+                rows = {fast.field(r, "memory_id"): r for r in fast.select_ids(conn, ids)}
+                found: list[Any] = []
+                for start in range(0, len(users), fast.CHUNK):  # IN on both keys reads the scope index
+                    chunk = users[start:start + fast.CHUNK]
+                    found += fast.select(conn, f"tenant_id IN ({fast.marks(len(tenants))}) AND user_id IN "
+                                               f"({fast.marks(len(chunk))}) AND status = ? AND indexed >= 0",
+                                         [*tenants, *chunk, Status.PENDING.value], "ORDER BY pk")
+            else:
+                rows = {}
+                for start in range(0, len(ids), 500):
+                    rows.update((r.memory_id, r) for r in conn.execute(
+                        sa.select(memories).where(c.memory_id.in_(ids[start:start + 500]))))
+                found = []
+                for start in range(0, len(users), 500):
+                    found += conn.execute(sa.select(memories).where(
+                        c.tenant_id.in_(tenants), c.user_id.in_(users[start:start + 500]),
+                        c.status == Status.PENDING.value, c.indexed >= 0).order_by(c.pk)).all()
+        for r in sorted(found, key=lambda r: self._field(r, "pk")):
+            scope = (self._field(r, "tenant_id"), self._field(r, "user_id"))
+            if scope in waiting:
+                waiting[scope].append(r)
+        self._batch.rows, self._batch.known, self._batch.pending = rows, set(ids), waiting
+        try:
+            yield
+        finally:
+            self._batch.rows = self._batch.known = self._batch.pending = None
+
+    def _field(self, row: Any, name: str) -> Any:
+        return fast.field(row, name) if self.is_sqlite else row._mapping[name]
+
+    def _record(self, row: Any, vectors: bool = True) -> MemoryRecord:
+        """A record from a whole row as this store's read path returns it (tuple on SQLite)."""
+        if self.is_sqlite:
+            return fast.record_of(row, vectors=vectors)
+        return row_record(row if vectors else _without_vector(row))
+
     def get(self, tenant_id: str, user_id: str, memory_ids: Sequence[str], *,
             vectors: bool = True) -> dict[str, MemoryRecord]:
         """Records by id within one scope; ``vectors=False`` leaves their embeddings out (the read
         path scores vectors from the replica, and a blob per candidate is most of a row)."""
         out: dict[str, MemoryRecord] = {}
         ids = list(dict.fromkeys(memory_ids))
+        known = getattr(self._batch, "known", None)
+        if known:
+            rows = self._batch.rows
+            for m in ids:
+                row = rows.get(m)
+                if row is not None and self._field(row, "tenant_id") == tenant_id \
+                        and self._field(row, "user_id") == user_id:
+                    out[m] = self._record(row, vectors)
+            ids = [m for m in ids if m not in known]
+        if self.is_sqlite:
+            if ids:
+                with self.engine.connect() as conn:  # the scope as expressions: the id index reads the rows
+                    for row in fast.select_ids(conn, ids, "tenant_id || '' = ? AND user_id || '' = ?",
+                                               [tenant_id, user_id]):
+                        out[fast.field(row, "memory_id")] = fast.record_of(row, vectors=vectors)
+            return out
         cols = [memories] if vectors else [c for c in memories.c if c.name != "embedding"]
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 500):
@@ -298,6 +395,16 @@ class RecordStore:
         out: dict[str, np.ndarray] = {}
         ids = list(dict.fromkeys(memory_ids))
         c = memories.c
+        if self.is_sqlite:
+            with self.engine.connect() as conn:
+                db = fast.driver(conn)
+                for start in range(0, len(ids), fast.CHUNK):
+                    chunk = ids[start:start + fast.CHUNK]
+                    out.update((r[0], np.frombuffer(r[1], dtype="<f4")) for r in db.execute(
+                        f"SELECT memory_id, embedding FROM memories WHERE memory_id IN ({fast.marks(len(chunk))}) "
+                        "AND tenant_id || '' = ? AND user_id || '' = ? AND embedding_model = ? "
+                        "AND embedding IS NOT NULL", (*chunk, tenant_id, user_id, model)))
+            return out
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 500):
                 q = sa.select(c.memory_id, c.embedding).where(
@@ -426,6 +533,13 @@ class RecordStore:
     def outbox(self, limit: int = 1000, *, after: int = 0, pks: Sequence[int] | None = None
                ) -> list[tuple[int, int, MemoryRecord]]:
         """(pk, indexed state, record) of outbox rows in commit order, or of those of ``pks`` still queued."""
+        if self.is_sqlite:
+            keys = list(pks) if pks is not None else []
+            with self.engine.connect() as conn:
+                rows = fast.select(conn, f"indexed <= 0 AND pk IN ({fast.marks(len(keys))})" if pks is not None
+                                   else "indexed <= 0 AND pk > ?", keys if pks is not None else [after],
+                                   f"ORDER BY pk LIMIT {int(limit)}")
+            return [(fast.field(r, "pk"), fast.field(r, "indexed"), fast.record_of(r)) for r in rows]
         q = sa.select(memories).where(memories.c.indexed <= 0)
         q = q.where(memories.c.pk.in_(list(pks))) if pks is not None else q.where(memories.c.pk > after)
         q = q.order_by(memories.c.pk).limit(limit)
@@ -461,10 +575,18 @@ class RecordStore:
                 self.mark_indexed(ids, c)
             return
         for start in range(0, len(ids), 500):
-            conn.execute(memories.update().where(memories.c.memory_id.in_(ids[start:start + 500])).values(indexed=1))
+            if self.is_sqlite:
+                chunk = ids[start:start + 500]
+                fast.driver(conn).execute(f"UPDATE memories SET indexed = 1 WHERE memory_id IN ({fast.marks(len(chunk))})",
+                                          chunk)
+            else:
+                conn.execute(memories.update().where(memories.c.memory_id.in_(ids[start:start + 500])).values(indexed=1))
 
     def reviewed_pending(self, tenant_id: str, user_id: str) -> list[MemoryRecord]:
         """The user's PENDING memories that the indexer has reviewed (not those still queued)."""
+        waiting = getattr(self._batch, "pending", None)
+        if waiting and (tenant_id, user_id) in waiting:
+            return [self._record(r) for r in waiting[(tenant_id, user_id)]]
         q = sa.select(memories).where(*self._scope(tenant_id, user_id), memories.c.status == Status.PENDING.value,
                                       memories.c.indexed >= 0).order_by(memories.c.pk)
         with self.engine.connect() as conn:
@@ -589,7 +711,11 @@ class RecordStore:
     def audit_many(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
         if rows:
             now = time.time()
-            conn.execute(audit_t.insert(), [{"ts": now, "actor": current_actor.get(), "detail": {}, **r} for r in rows])
+            rows = [{"ts": now, "actor": current_actor.get(), "detail": {}, **r} for r in rows]
+            if self.is_sqlite:
+                fast.insert_audit(conn, rows)
+            else:
+                conn.execute(audit_t.insert(), rows)
 
     def audit_events(
         self, tenant_id: str, *, user_id: str | None = None, memory_id: str | None = None,
