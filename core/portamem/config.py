@@ -149,6 +149,10 @@ class Settings:
     #: base64 X25519 public key (``portamem vault-keygen``): when set, the originals of redacted
     #: memories are sealed to it; only the matching private key, kept away from the store, reveals them
     pii_vault_public_key: str | None = None
+    #: how long a search may spend embedding its user's rows the indexer has not reached (after a crash,
+    #: thousands may wait): None scores every one of them (``portamem.background.queued``); a number of
+    #: seconds leaves the oldest past it to the index (keyword search finds them meanwhile)
+    search_queued_budget_s: float | None = None
     #: ``portamem serve``: the largest request body taken (bytes); a longer one is refused with HTTP 413
     #: while it is read, before any of it is parsed or its key checked. The import route keeps its own
     #: limit (512 MiB, spooled to disk). 4 MiB holds a save with the largest metadata (max_metadata_bytes)
@@ -206,6 +210,8 @@ class Settings:
                 isinstance(self.server_allowed_hosts, str) or not isinstance(self.server_allowed_hosts, (list, tuple))
                 or not all(isinstance(h, str) and h.strip() for h in self.server_allowed_hosts)):
             raise ConfigError(f"server_allowed_hosts must be a list of host names, got {self.server_allowed_hosts!r}")
+        if self.search_queued_budget_s is not None and not self.search_queued_budget_s >= 0:
+            raise ConfigError(f"search_queued_budget_s must be None or >= 0 seconds, got {self.search_queued_budget_s}")
         if not (0 < self.server_key_refresh_s <= 60 and 0 < self.server_metrics_refresh_s <= 86400):
             raise ConfigError("server_key_refresh_s must be in (0, 60] and server_metrics_refresh_s in (0, 86400]")
         if not 0.0 <= self.unknown_entity_penalty <= 1.0:

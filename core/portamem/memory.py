@@ -180,7 +180,7 @@ class Memory:
         if self.settings.search_wait_s:
             self.indexer.wait_scope((tenant_id, user_id), self.settings.search_wait_s)
         return queued_vectors(self.store, self.indexer, self.parts.embed, self.embedder.name, tenant_id, user_id,
-                              filters)
+                              filters, budget_s=self.settings.search_queued_budget_s)
 
     # ------------------------------------------------------------------ index upkeep
     def reindex(self, *, progress: ProgressFactory | None = None) -> int:

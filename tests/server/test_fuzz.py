@@ -2,12 +2,14 @@
 
 Bounded: a fixed number of generated requests per operation (``PORTAMEM_FUZZ_EXAMPLES``,
 default 8, derandomised so a run is repeatable; one for an operation without input), each checked for a server error and for the
-stable error body.
+stable error body. Every operation is also sent a body past the server's limit and a foreign ``Host``
+(413 and 421, typed), with and without a key.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import pytest
@@ -47,4 +49,37 @@ def test_no_input_makes_a_server_error(server: ServerProcess) -> None:
                     failures.append(f"error body {body!r} for {case.as_curl_command()}")
 
         check()
+    assert not failures, "\n".join(failures[:10])
+
+
+def test_oversized_and_foreign_host_requests_are_refused_typed(server: ServerProcess) -> None:
+    """Every operation of the schema, sent a body past the server's limit and (apart) a foreign Host:
+    413 and 421 with the typed error body, never a 5xx, whether a key comes with it or not."""
+    import httpx
+
+    key = server.key("fuzz-limits")
+    schema = schemathesis.openapi.from_url(server.url + "/openapi.json")
+    operations = [result.ok() for result in schema.get_all_operations()]
+    oversized = b"x" * (4 * 1024 * 1024 + 1)
+    failures: list[str] = []
+    with httpx.Client(base_url=server.url, timeout=120) as client:
+        for operation in operations:
+            path = re.sub(r"\{[^}]+\}", "0" * 32, operation.path)
+            method = operation.method.upper()
+            for headers in ({"Authorization": f"Bearer {key}"}, {}):
+                checks = [(421, {**headers, "Host": "rebind.attacker.example"}, b"")]
+                if method in ("POST", "PATCH", "PUT"):
+                    checks.append((413, {**headers, "Content-Type": "application/json"}, oversized))
+                for expected, sent, body in checks:
+                    if path == "/v1/import" and expected == 413:
+                        continue  # its own limit is 512 MiB: the spool, not this test
+                    response = client.request(method, path, headers=sent, content=body)
+                    detail = f"{method} {path} {sorted(sent)} -> {response.status_code} {response.text[:200]}"
+                    if response.status_code >= 500 or response.status_code != expected:
+                        failures.append(detail)
+                        continue
+                    error = response.json().get("error", {})
+                    expected_type = "PayloadTooLargeError" if expected == 413 else "HostNotAllowedError"
+                    if set(error) != {"type", "message"} or error["type"] != expected_type:
+                        failures.append(detail)
     assert not failures, "\n".join(failures[:10])
