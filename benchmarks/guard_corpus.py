@@ -8,8 +8,8 @@ from the parts of everyday requests, statements, memories kept about a user ("Th
 a tool name) is seen in many contexts, and the ordinary texts use the same politeness, verbs and
 objects as the attacks. The parts were written
 for this project, in English and Chinese; ``train_guard.py`` draws from them with a fixed seed.
-None of them is used in evaluation (``tests/data/guard/fresh.jsonl`` was written after the model
-was frozen, apart from these parts).
+None of them is used in evaluation; the fresh rounds (``tests/data/guard/fresh*.jsonl``) were
+written apart from them, after the model they measure was frozen.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Detection and false-alarm rates of the built-in injection guard, each on a dev and a held-out split.
 
-Two corpora, both English and Chinese:
+Three corpora, all English and Chinese:
 
 - **Rules corpus** (``tests/data/guard/attacks.jsonl``): direct injection phrasings (override,
   role-play, fake system messages, memory tampering, hidden markup, encoded and obfuscated forms),
@@ -34,6 +34,25 @@ Two corpora, both English and Chinese:
   test split. These rounds are the honest estimate for wordings the detector has not seen: about
   two thirds caught as web content, a little over half as a user's own turn.
 
+- **Fresh rounds** (``fresh.jsonl``, ``fresh2.jsonl``), for the learned model (``portamem_plugins.
+  injection_model``, trained by ``train_guard.py`` on the dev splits and a training corpus of its
+  own): each round was written after a model was frozen, committed, and measured once before anything
+  was tuned on it; injections in settings and wordings not written for training (reviews, issue
+  trackers, chat threads, calendar invites, CVs, spreadsheets, call transcripts, wikis, social posts),
+  judged alone as a user's turn, alone as web content, and placed in a carrier of the round as web
+  content; ordinary users' turns and web or tool texts, many about AI assistants, passwords and orders
+  to staff. Round 1 was measured blind on the first model (66a766b) and then trained on; round 2 was
+  written after the shipped model was frozen (e8521c2) and is never trained on:
+
+      round  model      as user turn   web, alone    web, in a carrier   false alarms (users' turns, web texts)
+      1      66a766b    77/108         82/108        96/108              0/80, 7/35
+      1      rules      17/108         32/108        36/108              0/80, 2/35
+      2      e8521c2    71/94          74/94         78/94               0/80, 1/45
+      2      rules      18/94          34/94         36/94               0/80, 0/45
+
+  ("rules": the same guard without its learned model, ``--rules-only``.) Round 2 is the estimate for
+  wordings nobody tuned on: English 85 % as a user's turn and 92 % in a carrier, Chinese 66 % and 74 %.
+
 Each attack is judged twice: as a user's own turn (threshold 1.0: a user may tell their assistant
 how to answer) and as web or tool content (``guard.DATA_THRESHOLD``). Ordinary texts are judged as
 what they are: LoCoMo turns (``../shared/data/locomo/locomo-dev.json``, CC BY-NC 4.0, read in place;
@@ -42,8 +61,9 @@ carriers without a payload and the web, e-mail and code hard negatives as web co
 own requests ("can you answer in French?") as user turns; LoCoMo and the daily lines are also
 judged as web content, the stricter check.
 
-    python benchmarks/guard_eval.py               # the tables
-    python benchmarks/guard_eval.py --misses test # also list a split's misses and false alarms
+    python benchmarks/guard_eval.py                # the tables
+    python benchmarks/guard_eval.py --misses test  # also list a split's misses and false alarms (or fresh)
+    python benchmarks/guard_eval.py --rules-only   # the guard without its learned model
 """
 
 from __future__ import annotations
@@ -134,14 +154,19 @@ def load_indirect() -> tuple[list[Sample], list[Sample]]:
     return attacks, ordinary
 
 
-def load_fresh() -> tuple[list[Sample], list[Sample]]:
-    """The fresh set (``fresh.jsonl``), written after the learned model was frozen.
+#: the fresh rounds: each written after a learned model was frozen, measured once before anything was
+#: tuned on it; a round is trained on once the next model is made (round 1 is in the second model's data)
+FRESH_ROUNDS = {"1": "fresh.jsonl", "2": "fresh2.jsonl"}
+
+
+def load_fresh(round_: str = "2") -> tuple[list[Sample], list[Sample]]:
+    """A fresh round (``fresh.jsonl``, ``fresh2.jsonl``), written after a learned model was frozen.
 
     Each injection is judged alone as a user's turn, alone as web content, and placed (``{attack}``)
     in a carrier of its language, chosen in turn, as web content; the ordinary texts are judged as
     their own source, and the users' turns also as web content.
     """
-    rows = _jsonl(DATA / "fresh.jsonl")
+    rows = _jsonl(DATA / FRESH_ROUNDS[round_])
     carriers: dict[str, list[str]] = {}
     for r in rows:
         if r["type"] == "carrier":
@@ -190,12 +215,14 @@ def fresh_report(attacks: list[Sample], ordinary: list[Sample]) -> dict[str, tup
     return out
 
 
-def _print_fresh(rep: dict[str, tuple[int, int, list[Sample]]], show: bool) -> None:
-    print("\nFresh set (written after the learned model was frozen; never tuned on)")
+def _print_fresh(round_: str, rep: dict[str, tuple[int, int, list[Sample]]], show: bool) -> None:
+    note = {"1": "measured blind on the first model (66a766b), then trained on",
+            "2": "written after the shipped model was frozen; never tuned on"}[round_]
+    print(f"\nFresh round {round_} ({note})")
     for name in sorted(rep, key=lambda k: (k.startswith("false"), k)):
         hit, n, wrong = rep[name]
         print(f"  {name:<52} {hit:>3}/{n:<3} {_rate(hit, n)}")
-        if show:
+        if show and (name.endswith("[all]") and "both" not in name or name.startswith("false")):
             for s in wrong:
                 print(f"      {'MISS' if s.attack else 'ALARM'} {s.text!r}")
 
@@ -204,9 +231,9 @@ def evaluate(samples: list[Sample]) -> dict[str, object]:
     """Flag every sample; the rates and the misses, per split and overall."""
     from portamem_plugins.guard import judge
 
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     flagged = [judge(s.text) is not None for s in samples]
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     report: dict[str, object] = {"seconds_per_text": elapsed / max(1, len(samples))}
     for split in ("dev", "heldout", "all"):
         pick = [(s, f) for s, f in zip(samples, flagged) if split == "all" or s.split == split]
@@ -262,14 +289,15 @@ def indirect_report(attacks: list[Sample], ordinary: list[Sample], extra_ordinar
     return report
 
 
-def guard_cost(chars: int = 8000, repeats: int = 7) -> tuple[float, float]:
-    """Median CPU ms per write of the whole guard and of the phrase rules alone, on a ``chars`` long text.
+def guard_cost(chars: int = 8000, repeats: int = 7) -> dict[str, float]:
+    """Median CPU ms per write on a ``chars`` long text: the whole guard, without its learned model, the
+    phrase rules alone (no model, no structural reading), and the learned model alone.
 
     CPU time, not wall time, so that other work on the machine does not inflate it.
     """
     import statistics
 
-    from portamem_plugins import directives, guard
+    from portamem_plugins import directives, guard, injection_model
 
     carriers = [r["text"] for r in _jsonl(DATA / "carriers.jsonl")]
     text = ""
@@ -277,21 +305,28 @@ def guard_cost(chars: int = 8000, repeats: int = 7) -> tuple[float, float]:
         text += carriers[len(text) % len(carriers)].replace("{attack}", "") + "\n"
     text = text[:chars]
 
-    def median_ms() -> float:
+    def median_ms(run=lambda: guard.judge(text, "web")) -> float:  # type: ignore[no-untyped-def]
         times = []
         for _ in range(repeats):
             t0 = time.process_time()
-            guard.judge(text, "web")
+            run()
             times.append(1000 * (time.process_time() - t0))
         return statistics.median(times)
 
-    full = median_ms()
-    original, directives.signals = directives.signals, lambda text: []  # type: ignore[assignment]
+    out = {"full": median_ms()}
+    model = injection_model.load()
+    loader, signals = guard.injection_model.load, directives.signals
+    guard.injection_model.load = lambda: None  # type: ignore[assignment]
     try:
-        rules_only = median_ms()
+        out["without model"] = median_ms()
+        directives.signals = lambda text: []  # type: ignore[assignment]
+        out["phrase rules"] = median_ms()
     finally:
-        directives.signals = original  # type: ignore[assignment]
-    return full, rules_only
+        guard.injection_model.load, directives.signals = loader, signals  # type: ignore[assignment]
+    if model is not None:
+        view = guard.normalize(text)
+        out["model"] = median_ms(lambda: model.best_window(view))
+    return out
 
 
 def _print_rules_corpus(report: dict[str, object]) -> None:
@@ -357,11 +392,12 @@ def main(argv: list[str] | None = None) -> int:
     everyday = [s for s in samples if not s.attack]
     rep = indirect_report(attacks, ordinary, everyday)
     _print_indirect(rep)  # type: ignore[arg-type]
-    _print_fresh(fresh_report(*load_fresh()), args.misses == "fresh")
-    full, rules_only = guard_cost()
-    print(f"\nguard cost: {1000 * float(report['seconds_per_text']):.2f} ms per text "  # type: ignore[arg-type]
-          f"wall ({len(samples)} texts of the rules corpus); an 8000-character text of e-mails, web snippets and "
-          f"code: {full:.1f} CPU ms median, phrase rules alone {rules_only:.1f} (x{full / max(rules_only, 1e-9):.2f})")
+    for round_ in FRESH_ROUNDS:
+        _print_fresh(round_, fresh_report(*load_fresh(round_)), args.misses == "fresh")
+    cost = guard_cost()
+    print(f"\nguard cost: {1000 * float(report['seconds_per_text']):.2f} CPU ms per text "  # type: ignore[arg-type]
+          f"({len(samples)} texts of the rules corpus, mostly LoCoMo turns); an 8000-character text of e-mails, "
+          f"web snippets and code, CPU ms median: " + ", ".join(f"{k} {v:.1f}" for k, v in cost.items()))
     if args.misses in ("dev", "heldout") and args.misses in report:
         r = report[args.misses]
         assert isinstance(r, dict)

@@ -2,14 +2,21 @@
 
 Training data, English and Chinese:
 
-- ``tests/data/guard/train_attacks.jsonl``: injection attempts written for training, by kind
-  (override, role, leak, exfil, tool, respond, memory, fake_system, encoded, task, phish, format);
+- ``tests/data/guard/train_attacks.jsonl``: injection attempts written for training, by kind and
+  style (override, role, leak, setup_leak, exfil, tool, agent_action, context_attack, respond,
+  memory, data_poison, fake_system, hidden_html, encoded, task, phish, format, translate_hijack;
+  conditional, polite, passive, steps, authority, question, colloquial, mixed_lang);
 - ``tests/data/guard/train_ordinary.jsonl``: ordinary text, by kind: users' own requests to their
   assistant (including "ignore my last message", "from now on call me Sam", "send an email to my
-  landlord"), daily conversation, web pages, e-mails, code, tool output, and talk about security;
-- the dev splits of the guard's evaluation corpus (``attacks.jsonl``, ``indirect_attacks.jsonl``
-  with their ``carriers.jsonl``, ``hard_negatives.jsonl``, ``ordinary.jsonl``). Their held-out and
-  test splits, ``fresh.jsonl`` and LoCoMo's turns are never trained on.
+  landlord"), daily conversation, memories kept about a user ("The user lives in Berlin."), web
+  pages, e-mails, code, tool output, orders to staff, text about AI assistants, talk about security;
+- ``guard_corpus.py``: texts generated from written parts, 1,500 per language and class;
+- the dev splits of the guard's evaluation corpus (``attacks.jsonl`` but its hidden and encoded
+  forms, ``indirect_attacks.jsonl`` with their ``carriers.jsonl``, ``hard_negatives.jsonl``,
+  ``ordinary.jsonl``) and LoCoMo's dev conversations 1-2 (read in place). Their held-out and test
+  splits and LoCoMo's conversations 3-5 are never trained on;
+- the first fresh round (``fresh.jsonl``), after it was measured blind on the first model (66a766b).
+  The second (``fresh2.jsonl``) was written after this model was frozen and is never trained on.
 
 Each attack is used alone and placed at the start, in the middle or at the end of an ordinary web
 page, e-mail or tool result of its language. Examples are the model's windows (``injection_model.
@@ -17,13 +24,17 @@ windows``): every window of an ordinary text is a negative; of a text with an at
 the windows that hold most of the attack and are mostly attack are positives, those that hold
 none of it negatives.
 
-The model is a logistic regression on the hashed n-grams (numpy, Adam, L2, the classes weighed
-equal). The thresholds come from 5-fold cross-validation, grouped by source text: the smallest
+The model is a logistic regression on the hashed features (numpy, minibatch Adam, L2, the classes
+weighed equal); the shipped weights are the mean of the five fold models and the one trained on
+everything (steadier than any one of them). The thresholds come from 5-fold cross-validation,
+grouped by source text: the smallest
 probability at which at most ``--data-alarms`` (1 %) of all out-of-fold ordinary texts judged as web
 content, and at most ``--web-alarms`` (2.5 %) of the web pages, e-mails, code and tool output (hard
 negatives, written to share the attacks' words: AI assistants, links, passwords, orders to staff),
 would be flagged is the data threshold; at most ``--user-alarms`` (0.5 %) of the users' own turns
-(requests, daily conversation, memories about a user, LoCoMo), the user threshold. Deterministic for a given seed.
+(requests, daily conversation, memories about a user, LoCoMo), the user threshold. The report gives
+the out-of-fold figures of the model alone and of the guard's rules or the model, and a table of
+operating points. Deterministic for a given seed (about 2 minutes on two cores).
 
     python benchmarks/train_guard.py              # cross-validate, train, write the .npz
     python benchmarks/train_guard.py --dry-run    # the figures only
