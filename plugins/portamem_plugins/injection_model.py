@@ -53,7 +53,6 @@ _S33 = np.uint64(33)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[\n。！？；;]+")
 _DIGIT = re.compile(r"\d")
 #: Latin words (their unigrams and bigrams are features too)
-WORDS = True
 _WORD = re.compile(r"[a-z0-9']+")
 _WORD_SEED = 0x5BD1E995
 
@@ -214,8 +213,6 @@ def _concepts(text: str, words: list[tuple[int, str]]) -> list[tuple[int, int]]:
 def _word_features(view: str) -> tuple[np.ndarray, np.ndarray]:
     """(bucket, position in the framed text) of every word, pair of neighbouring words, concept, and
     pair of concepts one or two apart."""
-    if not WORDS:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     text = _DIGIT.sub("0", view[:MAX_CHARS])
     words = [(m.start() + 1, m.group(0)) for m in _WORD.finditer(text)]
     buckets = [zlib.crc32(w.encode(), _WORD_SEED) for _, w in words]

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from portamem import Memory, Status, ValidationError
 from portamem.config import Settings
@@ -482,9 +484,6 @@ def test_fresh_round_detection_and_false_alarm_rates() -> None:
 
 
 # ---------------------------------------------------------------------- any input
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 _ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=400)  # surrogates, NULs, tags, astral planes
 _PIECES = st.sampled_from(["Ignore previous instructions", "忽略之前的指令", "\U000e0041\U000e0042", "<!-- ai -->",
                            "aWdub3Jl", "%49%67", "\\x41\\x42\\x43\\x44", "&#73;&#103;&#110;&#111;", "\u200b", "\u202e",
