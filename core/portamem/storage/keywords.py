@@ -196,8 +196,12 @@ class PostingsKeywordIndex:
 
     @staticmethod
     def _user_totals(conn: Connection, tenant_id: str, user_id: str) -> tuple[int, int]:
-        row = conn.execute(sa.select(users_t.c.n, users_t.c.total_len).where(
-            users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id)).first()
+        if conn.dialect.name == "sqlite":
+            row = fast.driver(conn).execute(f"SELECT n, total_len FROM {users_t.name} WHERE tenant_id = ? "
+                                            "AND user_id = ?", (tenant_id, user_id)).fetchone()
+        else:
+            row = conn.execute(sa.select(users_t.c.n, users_t.c.total_len).where(
+                users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id)).first()
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def _cached(self, conn: Connection, tenant_id: str, user_id: str,
@@ -208,9 +212,15 @@ class PostingsKeywordIndex:
             out: dict[str, tuple[list[int], list[int], list[int]]] = {}
             p = postings_t.c
             for start in range(0, len(todo), 500):
-                q = sa.select(p.term, p.record, p.tf, p.doc_len).where(
-                    p.tenant_id == tenant_id, p.user_id == user_id, p.term.in_(list(todo[start:start + 500])))
-                for term, pk, tf, dl in conn.execute(q):
+                chunk = list(todo[start:start + 500])
+                if conn.dialect.name == "sqlite":
+                    rows = fast.driver(conn).execute(
+                        f"SELECT term, record, tf, doc_len FROM {postings_t.name} WHERE tenant_id = ? AND user_id = ? "
+                        f"AND term IN ({fast.marks(len(chunk))})", (tenant_id, user_id, *chunk))
+                else:
+                    rows = conn.execute(sa.select(p.term, p.record, p.tf, p.doc_len).where(
+                        p.tenant_id == tenant_id, p.user_id == user_id, p.term.in_(chunk)))
+                for term, pk, tf, dl in rows:
                     got = out.setdefault(term, ([], [], []))
                     got[0].append(pk)
                     got[1].append(tf)
@@ -247,6 +257,7 @@ class PostingsKeywordIndex:
         k: int,
         records: sa.Table,
         where: Sequence[Any] = (),
+        where_sql: tuple[str, Sequence[Any]] | None = None,
     ) -> list[tuple[str, float]]:
         """The user's k best records by exact BM25 among those ``where`` admits: (memory_id, score).
 
@@ -255,6 +266,7 @@ class PostingsKeywordIndex:
         ranked from the postings alone and then checked against ``records`` (which has ``pk`` and
         ``memory_id``); joining every scored record to its row first cost most of a search. When too few
         of them pass ``where``, the join ranks them all: the same order either way, so the same top k.
+        ``where_sql``: the same check as SQL text over ``records`` on SQLite (run raw, ``storage.fast``).
         """
         terms = _terms(tokens)
         if not terms or k <= 0:
@@ -265,9 +277,14 @@ class PostingsKeywordIndex:
         else:
             short = [(int(r[0]), float(r[1])) for r in conn.execute(
                 _shortlist(), {"tenant": tenant_id, "user": user_id, "terms": terms, "room": room})]
-        admitted = {int(r[0]): r[1] for r in conn.execute(
-            sa.select(records.c.pk, records.c.memory_id).where(records.c.pk.in_([pk for pk, _ in short]), *where))
-        } if short else {}
+        if short and where_sql is not None and conn.dialect.name == "sqlite":
+            admitted = {int(r[0]): r[1] for r in fast.driver(conn).execute(
+                f"SELECT pk, memory_id FROM {records.name} WHERE pk IN ({fast.marks(len(short))}) AND {where_sql[0]}",
+                (*(pk for pk, _ in short), *where_sql[1]))}
+        else:
+            admitted = {int(r[0]): r[1] for r in conn.execute(
+                sa.select(records.c.pk, records.c.memory_id).where(records.c.pk.in_([pk for pk, _ in short]), *where))
+            } if short else {}
         found = [(admitted[pk], score) for pk, score in short if pk in admitted][:k]
         if len(found) == k or len(short) < room:
             return found

@@ -277,6 +277,32 @@ class RecordStore:
             clauses.append(c.importance >= f.min_importance)
         return clauses
 
+    @staticmethod
+    def _filter_sql(f: SearchFilters) -> tuple[str, list[Any]]:
+        """``_filter_clauses`` as SQL text over ``memories`` (``?`` placeholders) for ``storage.fast``."""
+        parts = [f"status IN ({fast.marks(len(f.statuses))})"]
+        params: list[Any] = [s.value for s in f.statuses]
+        for column, values in (("type", f.types), ("source", f.sources), ("trust", f.trusts)):
+            if values:
+                parts.append(f"{column} IN ({fast.marks(len(values))})")
+                params += [v.value for v in values]
+        if f.session_id is not None:
+            parts.append("session_id = ?")
+            params.append(f.session_id)
+        if f.agent_id is not None:  # the agent's own memories and the shared layer
+            parts.append("(agent_id = ? OR agent_id IS NULL)")
+            params.append(f.agent_id)
+        if f.created_after is not None:
+            parts.append("created_at > ?")
+            params.append(ts_of(f.created_after))
+        if f.created_before is not None:
+            parts.append("created_at <= ?")
+            params.append(ts_of(f.created_before))
+        if f.min_importance is not None:
+            parts.append("importance >= ?")
+            params.append(f.min_importance)
+        return " AND ".join(parts), params
+
     def get_by_key(self, tenant_id: str, user_id: str, key_namespace: str, key: str) -> MemoryRecord | None:
         """The row of a key, whatever its status."""
         q = sa.select(memories).where(*self._scope(tenant_id, user_id), memories.c.key_namespace == key_namespace,
@@ -442,8 +468,13 @@ class RecordStore:
         ids, out = list(dict.fromkeys(memory_ids)), set()
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 500):
-                q = sa.select(memories.c.memory_id).where(memories.c.memory_id.in_(ids[start:start + 500]))
-                out.update(r[0] for r in conn.execute(q))
+                chunk = ids[start:start + 500]
+                if self.is_sqlite:
+                    rows = fast.driver(conn).execute(
+                        f"SELECT memory_id FROM memories WHERE memory_id IN ({fast.marks(len(chunk))})", chunk)
+                else:
+                    rows = conn.execute(sa.select(memories.c.memory_id).where(memories.c.memory_id.in_(chunk)))
+                out.update(r[0] for r in rows)
         return out
 
     def arrival(self, memory_ids: Sequence[str]) -> dict[str, int]:
@@ -451,8 +482,14 @@ class RecordStore:
         ids, out = list(dict.fromkeys(memory_ids)), {}
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 500):
-                q = sa.select(memories.c.memory_id, memories.c.pk).where(memories.c.memory_id.in_(ids[start:start + 500]))
-                out.update((r[0], int(r[1])) for r in conn.execute(q))
+                chunk = ids[start:start + 500]
+                if self.is_sqlite:
+                    rows = fast.driver(conn).execute(
+                        f"SELECT memory_id, pk FROM memories WHERE memory_id IN ({fast.marks(len(chunk))})", chunk)
+                else:
+                    rows = conn.execute(sa.select(memories.c.memory_id, memories.c.pk).where(
+                        memories.c.memory_id.in_(chunk)))
+                out.update((r[0], int(r[1])) for r in rows)
         return out
 
     def count(self, tenant_id: str | None = None, user_id: str | None = None, filters: SearchFilters | None = None) -> int:
@@ -478,7 +515,8 @@ class RecordStore:
         """The user's k best records by exact per-user BM25 among those the filters admit."""
         with self.engine.connect() as conn:
             return self.keywords.search(conn, tenant_id, user_id, tokenize(query), k, memories,
-                                        self._filter_clauses(filters))
+                                        self._filter_clauses(filters),
+                                        self._filter_sql(filters) if self.is_sqlite else None)
 
     def keyword_stats(self, tenant_id: str, user_id: str, tokens: Sequence[str]) -> tuple[float, dict[str, int]]:
         """BM25 statistics of one user's records (``count`` gives their number): the mean text length
@@ -495,6 +533,15 @@ class RecordStore:
         """Records sharing exact (normalised) entities with the query, most shared first."""
         if not entities:
             return []
+        if self.is_sqlite:
+            where, params = self._filter_sql(filters)
+            with self.engine.connect() as conn:
+                return [(r[0], int(r[1])) for r in fast.driver(conn).execute(
+                    f"SELECT m.memory_id, count(DISTINCT e.entity) AS n FROM {entities_t.name} e "
+                    f"JOIN memories m ON m.pk = e.pk WHERE e.tenant_id = ? AND e.user_id = ? "
+                    f"AND e.entity IN ({fast.marks(len(entities))}) AND {where} "
+                    "GROUP BY m.pk ORDER BY n DESC, m.created_at DESC LIMIT ?",
+                    (tenant_id, user_id, *entities, *params, int(k)))]
         hits = sa.func.count(sa.distinct(entities_t.c.entity))
         q = (
             sa.select(memories.c.memory_id, hits.label("n"))
@@ -516,6 +563,11 @@ class RecordStore:
         """How many of the user's records hold each entity (for its weight; ``count`` gives the total)."""
         if not entities:
             return {}
+        if self.is_sqlite:
+            with self.engine.connect() as conn:
+                return {r[0]: int(r[1]) for r in fast.driver(conn).execute(
+                    f"SELECT entity, count(*) FROM {entities_t.name} WHERE tenant_id = ? AND user_id = ? "
+                    f"AND entity IN ({fast.marks(len(entities))}) GROUP BY entity", (tenant_id, user_id, *entities))}
         q = (
             sa.select(entities_t.c.entity, sa.func.count())
             .where(entities_t.c.tenant_id == tenant_id, entities_t.c.user_id == user_id,
