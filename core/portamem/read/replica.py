@@ -210,7 +210,7 @@ class VectorReader:
             uv = self._users.get(scope)
             if uv is not None:
                 return uv
-            n = self.store.count(*scope)
+            n = self.store.user_count(*scope)  # every status, from the keyword counters (one key look-up)
             need = n * (self.dim * 4 + _ROW_OVERHEAD)
             if need > self.budget or self._too_big.get(scope, -1) == n:
                 self._too_big[scope] = n
