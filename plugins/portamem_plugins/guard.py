@@ -20,6 +20,7 @@ import html
 import re
 import unicodedata
 import urllib.parse
+import warnings
 from dataclasses import dataclass
 
 from portamem import hookimpl
@@ -156,7 +157,11 @@ def _decoded(text: str) -> list[tuple[str, str]]:
         out.append(("url-encoding", urllib.parse.unquote(text)))
     if _BACKSLASH_ESCAPES.search(text):
         try:
-            out.append(("escapes", codecs.decode(text.encode("latin-1", "backslashreplace"), "unicode_escape")))
+            # an unknown escape ("\q") is kept as written; Python warns of it, which a process that turns
+            # warnings into errors would raise
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                out.append(("escapes", codecs.decode(text.encode("latin-1", "backslashreplace"), "unicode_escape")))
         except (UnicodeDecodeError, ValueError):
             pass
     if _HTML_ENTITIES.search(text):

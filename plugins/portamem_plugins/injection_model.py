@@ -342,8 +342,7 @@ class Model:
 def load() -> Model | None:
     """The shipped model, or None when its file is missing (the guard then runs its rules alone)."""
     try:
-        with resources.files(__package__).joinpath("injection_model.npz").open("rb") as fh:
-            data = np.load(fh)
+        with resources.files(__package__).joinpath("injection_model.npz").open("rb") as fh, np.load(fh) as data:
             weights = data["weights"].astype(np.float32) * float(data["scale"])
             return Model(weights, float(data["bias"]), float(data["user_threshold"]), float(data["data_threshold"]))
     except FileNotFoundError:
