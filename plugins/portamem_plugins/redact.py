@@ -177,17 +177,15 @@ _GROUP_SEP = re.compile(r"[^0-9]+")
 
 def card_grouping_valid(number: str) -> bool:
     """Whether the digits are grouped as a card's are: one run, fours (the last 1-4), 4-6-5 (Amex),
-    4-6-4 (Diners), 6 then the rest; a number wrapped onto a second line may break anywhere, but only once.
-    Other groupings (an order number ``112-4827193-5520391``, a list of figures) are not a card."""
+    4-6-4 (Diners), 6 then the rest, or groups of four digits or more; a number wrapped onto a second
+    line breaks only once. Groups of fewer digits (an order number ``112-4827193-5520391``, a list of
+    figures ``45 39 14 88 ...``) are not a card."""
     folded = _fold(number)
     groups = [len(g) for g in _GROUP_SEP.split(folded) if g]
-    breaks = folded.count("\n")
-    if breaks > 1:
+    if folded.count("\n") > 1:
         return False
-    if len(groups) == 1 or (all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4) or tuple(groups) in _CARD_LAYOUTS:
-        return True
-    # wrapped: one break and no other separator, each line's part long enough not to be a list of figures
-    return breaks == 1 and len(groups) == 2 and min(groups) >= 4
+    return (len(groups) == 1 or (all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4)
+            or tuple(groups) in _CARD_LAYOUTS or min(groups) >= 4)
 
 
 def _card_valid(number: str) -> bool:
