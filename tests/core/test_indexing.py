@@ -289,3 +289,17 @@ def test_vector_index_writes_not_yet_applied_are_searched_and_survive_a_kill(tmp
         mem.flush()
         assert mem.index.ids() == {kept.memory_id, *ids} and mem.index.recovering is False
         assert not os.path.exists(mem.index.uri + ".pending")
+
+
+def test_the_vector_writer_seals_milvus_lite_by_itself(tmp_path, embedder, monkeypatch) -> None:  # noqa: ANN001
+    """The background writer flushes milvus-lite every FLUSH_EVERY writes on its own thread (it once
+    waited there for its own batch)."""
+    from portamem.storage.vectors import MilvusVectorIndex
+
+    monkeypatch.setattr(MilvusVectorIndex, "FLUSH_EVERY", 3)
+    monkeypatch.setattr(MilvusVectorIndex, "WRITE_DELAY_S", 0.05)
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder) as mem:
+        mem.save_memories([f"Parcel {i} waits at locker {i + 10}." for i in range(8)], user_id="u")
+        mem.flush()
+        mem.index.drain(timeout=30)
+        assert mem.index.unflushed < 3 and mem.index.count() == 8

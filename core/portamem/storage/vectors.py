@@ -375,7 +375,7 @@ class MilvusVectorIndex:
 
     def _maybe_flush(self) -> None:
         if self.lite and self._unflushed >= self.FLUSH_EVERY:
-            self.flush()
+            self._flush_client()
 
     @property
     def unflushed(self) -> int:
@@ -383,7 +383,11 @@ class MilvusVectorIndex:
         return self._unflushed
 
     def flush(self) -> None:
+        """Apply what is noted, then seal milvus's rows (its searches convert unflushed rows again)."""
         self.drain()
+        self._flush_client()
+
+    def _flush_client(self) -> None:
         with self._lock:
             if self._unflushed:
                 self.client.flush(self.name)
@@ -513,7 +517,7 @@ class MilvusVectorIndex:
             self._client_closed = True
             try:
                 if self._local:  # a server keeps unsealed rows in its log: nothing is lost unflushed
-                    self.flush()
+                    self._flush_client()
             finally:
                 try:
                     self.client.close()
