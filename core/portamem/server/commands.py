@@ -135,7 +135,7 @@ def _add_keys(p: argparse.ArgumentParser) -> None:
     ls = sub.add_parser("list", help="keys of the store (never their secrets)")
     ls.add_argument("--all", action="store_true", help="revoked ones too")
     ls.add_argument("--json", action="store_true")
-    r = sub.add_parser("revoke", help="revoke a key by its id; takes effect on the next request")
+    r = sub.add_parser("revoke", help="revoke a key by its id; servers on the store refuse it within half a second")
     r.add_argument("key_id")
 
 
