@@ -398,11 +398,11 @@ def test_known_keys_cost_no_query(memory: Memory, tmp_path: Path) -> None:
 
 
 def test_key_scopes_are_stored_and_listed(server: ServerProcess) -> None:
-    _key(server, "scoped", ["debug"])
+    token = _key(server, "scoped-listing", ["debug"])
     done = subprocess.run([sys.executable, "-m", "portamem", "--path", str(server.path), "keys", "list", "--json"],
                           capture_output=True, text=True, timeout=120)
-    listed = [k for k in json.loads(done.stdout) if k["tenant_id"] == "scoped"]
-    assert listed and listed[0]["scopes"] == ["debug"]
+    listed = [k for k in json.loads(done.stdout) if k["key_id"] == token.split("_")[1]]
+    assert listed and listed[0]["scopes"] == ["debug"] and listed[0]["tenant_id"] == "scoped-listing"
 
 
 # ---------------------------------------------------------------------- debug through the server

@@ -3,8 +3,8 @@
 A browser cannot send an ``Authorization`` header on a page load, so the key is posted once to
 ``/ui/login`` and stays in this process's session table; the browser holds only a random session
 id in an ``HttpOnly``, ``SameSite=Strict`` cookie scoped to ``/ui`` (no key in a URL, in script
-reach or in browser storage). Every request authenticates the session's key again, so a revoked
-key closes its sessions at once. A change (confirm, reject, restore, logout) is a POST that must
+reach or in browser storage). Every request authenticates the session's key again (from the key
+cache), so a revoked key closes its sessions within half a second. A change (confirm, reject, restore, logout) is a POST that must
 carry the session's CSRF token and, where the browser sends one, a same-origin ``Origin``; it runs
 through the write queue as its key, so the audit names the key that did it. Pages send a CSP that
 allows no inline script or style, a second wall behind the escaping of ``pages.el``.
