@@ -42,8 +42,9 @@ MAX_IMPORT_BYTES = 512 * 1024 * 1024
 #: routes whose body the route streams itself, with their own limit
 STREAMED = {"/v1/import": MAX_IMPORT_BYTES}
 #: how much of a refused body is still read (and dropped) before the answer, so that a client still
-#: sending reads the 413 instead of a reset connection; past this the connection is just closed
-DRAIN_BYTES = 32 * 1024 * 1024
+#: sending reads the 413 instead of a reset connection (a client sends its whole body before it reads); past
+#: this the connection is just closed
+DRAIN_BYTES = 128 * 1024 * 1024
 
 
 def host_name(host: str) -> str:
