@@ -39,6 +39,10 @@ import type {
   SaveRequest,
   SearchHit,
   SearchRequest,
+  Stats,
+  StatsQuery,
+  TraceEntry,
+  TracedSearch,
   Turn,
   TurnRequest,
   UpdateRequest,
@@ -107,6 +111,8 @@ interface Call {
   once?: boolean;
   contentType?: string;
   stream?: boolean;
+  /** the answer is text (`/metrics`), not JSON */
+  text?: boolean;
 }
 
 const DEFAULTS = { timeoutMs: 120_000, retries: 4, retryBaseMs: 250, maxRetryDelayMs: 30_000 };
@@ -229,7 +235,7 @@ export class PortamemClient {
   }
 
   private headers(call: Call): Record<string, string> {
-    const headers: Record<string, string> = { Accept: "application/json", ...this.extraHeaders };
+    const headers: Record<string, string> = { Accept: call.text ? "text/plain" : "application/json", ...this.extraHeaders };
     if (this.apiKey) headers["Authorization"] = `Bearer ${this.apiKey}`;
     if (call.json !== undefined) headers["Content-Type"] = "application/json";
     else if (call.contentType) headers["Content-Type"] = call.contentType;
@@ -307,6 +313,7 @@ export class PortamemClient {
         }
         return errorFromResponse(response.status, body, parseRetryAfter(response.headers.get("retry-after")));
       }
+      if (call.text) return text;
       try {
         return text ? JSON.parse(text) : null;
       } catch {
@@ -330,14 +337,22 @@ export class PortamemClient {
     return this.json({ method: "GET", path: "/v1/health" }, opts);
   }
 
-  /** The key's id, tenant and scope. */
+  /** The key's id, tenant, users, agents and scopes. */
   async whoami(opts?: RequestOptions): Promise<WhoAmI> {
     return this.json({ method: "GET", path: "/v1/whoami" }, opts);
   }
 
-  /** The server's write-queue counters (and the indexer's). */
-  async stats(opts?: RequestOptions): Promise<Record<string, unknown>> {
-    return this.json({ method: "GET", path: "/v1/stats" }, opts);
+  /**
+   * The key's tenant's write-queue counters; with `all_tenants: true` (a key with the `admin` scope, else
+   * `PermissionDeniedError`) also the whole server's in `server`: every tenant's queue and the indexer's lag.
+   */
+  async stats(query: StatsQuery = {}, opts?: RequestOptions): Promise<Stats> {
+    return this.json({ method: "GET", path: "/v1/stats", query }, opts);
+  }
+
+  /** The server in the Prometheus text format (a key with the `admin` scope, else `PermissionDeniedError`). */
+  async metrics(opts?: RequestOptions): Promise<string> {
+    return this.json({ method: "GET", path: "/metrics", text: true }, opts);
   }
 
   /** Wait until vector search reflects every write committed before this call (`IndexingTimeoutError` after `timeout` s). */
@@ -367,6 +382,19 @@ export class PortamemClient {
   /** Hybrid search; each hit carries its score breakdown and the retrievers that found it (`found_by`). */
   async searchMemory(body: SearchRequest, opts?: RequestOptions): Promise<SearchHit[]> {
     return (await this.json<{ hits: SearchHit[] }>({ method: "POST", path: "/v1/search", json: body }, opts)).hits;
+  }
+
+  /**
+   * A search with its candidate table (the server's `debug`; a key with the `debug` scope, else
+   * `PermissionDeniedError`): the hits as `searchMemory` answers them, and for every candidate the
+   * retrievers that found it, its component and final scores and its fate (kept, or why not).
+   */
+  async searchWithTrace(body: SearchRequest, opts?: RequestOptions): Promise<TracedSearch> {
+    const out = await this.json<{ hits: SearchHit[]; trace?: TraceEntry[] }>(
+      { method: "POST", path: "/v1/search", json: { ...body, debug: true } },
+      opts,
+    );
+    return { hits: out.hits, trace: out.trace ?? [] };
   }
 
   /** One memory by id. */

@@ -81,6 +81,16 @@ export class AuthenticationError extends PortamemError {}
 export class PermissionDeniedError extends PortamemError {}
 /** The server's write queue is full; retry after `retryAfterMs` (HTTP 429). */
 export class OverloadedError extends StoreError {}
+/**
+ * The request body is larger than the server takes (HTTP 413; `Settings.server_max_body_bytes`, 4 MiB by
+ * default, 512 MiB for an import): refused while it was read, before any of it was parsed. Nothing was written.
+ */
+export class PayloadTooLargeError extends ValidationError {}
+/**
+ * The server does not answer to the `Host` the request named (HTTP 421): a server on a loopback address
+ * takes only loopback names and those given with `portamem serve --allowed-host` (the DNS-rebinding defence).
+ */
+export class HostNotAllowedError extends PermissionDeniedError {}
 
 type ErrorClass = new (message: string, details?: ErrorDetails) => PortamemError;
 
@@ -106,6 +116,8 @@ export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.freeze
   AuthenticationError,
   PermissionDeniedError,
   OverloadedError,
+  PayloadTooLargeError,
+  HostNotAllowedError,
 });
 
 /** The class of an answer without a readable error body (a proxy's page, say), by its status. */
@@ -117,8 +129,11 @@ function classOfStatus(status: number): ErrorClass {
       return PermissionDeniedError;
     case 404:
       return NotFoundError;
-    case 400:
     case 413:
+      return PayloadTooLargeError;
+    case 421:
+      return HostNotAllowedError;
+    case 400:
     case 422:
       return ValidationError;
     case 409:

@@ -331,7 +331,8 @@ export class PortamemRetriever extends BaseRetriever<MemoryDocumentMetadata> {
 
   /**
    * Save documents as the user's memories (one transaction, all or none): `pageContent` is the memory's text,
-   * `metadata` its metadata. Returns the new memory ids.
+   * `metadata` its metadata. Returns the new memory ids. One batch takes at most 256 documents (more is a
+   * `ValidationError`); split a longer list into several calls.
    */
   async addDocuments(documents: DocumentInterface[]): Promise<string[]> {
     const records = await this.client.saveMemories(

@@ -23,7 +23,8 @@ export type Draft = Schemas["Draft"];
 export type SaveRequest = Schemas["SaveRequest"];
 /** Several memories of one user, saved all or none; a plain string is a draft with only `content`. */
 export type SaveManyRequest = Omit<Schemas["BatchSaveRequest"], "memories"> & { memories: Array<Draft | string> };
-export type SearchRequest = Omit<Schemas["SearchRequest"], "filters"> & { filters?: SearchFilters | null };
+/** A search (`searchMemory`; `searchWithTrace` sends the schema's `debug` field itself). */
+export type SearchRequest = Omit<Schemas["SearchRequest"], "filters" | "debug"> & { filters?: SearchFilters | null };
 export type ListRequest = Omit<Schemas["ListRequest"], "filters"> & { filters?: SearchFilters | null };
 export type KeyedListRequest = Omit<Schemas["KeyedListRequest"], "filters"> & { filters?: SearchFilters | null };
 export type UserRequest = Schemas["UserRequest"];
@@ -43,6 +44,8 @@ export type ClearContextQuery = Query<"clear_context_v1_context_delete">;
 export type KeyQuery = Omit<Query<"get_by_key_v1_keyed_get">, "key_namespace"> & { key_namespace?: string | string[] };
 export type ExportQuery = Query<"export_v1_export_get">;
 export type ImportQuery = Query<"import__v1_import_post">;
+/** `all_tenants: true` (a key with the `admin` scope): the whole server's statistics beside the tenant's. */
+export type StatsQuery = Query<"stats_v1_stats_get">;
 
 /** Restrictions applied before ranking (`portamem.SearchFilters`); unknown keys are refused by the server. */
 export interface SearchFilters {
@@ -110,6 +113,34 @@ export interface SearchHit {
   found_by: string[];
   /** ids of hits that contradict this one, the newer first */
   conflicts_with: string[];
+}
+
+/**
+ * What ranking did with one candidate of a search (`portamem.read.trace.TraceEntry`, as
+ * `portamem.wire.dump_trace` sends it): its sources, scores and fate. A search with `debug` answers one per candidate.
+ */
+export interface TraceEntry {
+  memory_id: string;
+  /** component scores (each 0..1) */
+  components: Record<string, number>;
+  /** which retrievers returned it: "vector", "keyword", "entity" */
+  found_by: string[];
+  /** unnormalised scores (cosine, bm25) */
+  raw: Record<string, number>;
+  /** share (0..1) of the query's entities that none of the user's memories holds */
+  unknown_entities: number;
+  record: MemoryRecord | null;
+  final: number;
+  /** "kept", or why not: "below top-k", "below min_score 0.1", "already in the working window", ... */
+  fate: string;
+  /** its rank among the hits; null for a candidate left out */
+  rank: number | null;
+}
+
+/** A search's hits and its candidate table (`searchWithTrace`). */
+export interface TracedSearch {
+  hits: SearchHit[];
+  trace: TraceEntry[];
 }
 
 /** One turn of the working window. */
@@ -183,6 +214,12 @@ export interface MaintenanceReport {
   consolidated: Array<[string, string[]]>;
 }
 
+/**
+ * A scope a key may carry beyond its tenant (`portamem keys create --scope`): `admin` for the views of every
+ * tenant (`stats({ all_tenants: true })`, `metrics`), `debug` for a search's candidate table (`searchWithTrace`).
+ */
+export type KeyScope = "admin" | "debug";
+
 /** The key a client acts with. */
 export interface WhoAmI {
   key_id: string;
@@ -190,6 +227,51 @@ export interface WhoAmI {
   users: string[] | null;
   agents: string[] | null;
   read_only: boolean;
+  scopes: KeyScope[];
+}
+
+/** A tenant's write-queue counters. */
+export interface TenantQueueStats {
+  operations: number;
+  rejected: number;
+  reads_audited: number;
+}
+
+/** How far the vector index is behind the committed records (`Memory.stats`). */
+export interface IndexStats {
+  /** rows committed, not yet reflected by the vector index */
+  pending: number;
+  /** seconds since the oldest of them was committed; 0 when none */
+  oldest_pending_s: number;
+  indexed_per_s: number;
+  indexed_total: number;
+  /** the last batch's failure, until a batch succeeds */
+  last_error: string | null;
+}
+
+/** The whole server's statistics (`stats({ all_tenants: true })`, an `admin` key). */
+export interface ServerStats {
+  queue: {
+    pending: number;
+    max_pending: number;
+    batches: number;
+    operations: number;
+    transactions: number;
+    rejected: number;
+    largest_batch: number;
+    reads_audited: number;
+    prepared_apart: number;
+  };
+  tenants: Record<string, TenantQueueStats>;
+  /** the indexer's lag, where the server's memory keeps it */
+  memory?: IndexStats;
+}
+
+/** The key's tenant's write-queue counters; `server` only with `all_tenants`. */
+export interface Stats {
+  tenant_id: string;
+  queue: TenantQueueStats & { pending: number; max_pending: number };
+  server?: ServerStats;
 }
 
 /** A chat message in portamem's framework-neutral form (`portamem.messages.Message.to_dict`). */

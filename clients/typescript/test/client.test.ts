@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { NotFoundError, PortamemClient, VaultError, type MemoryRecord } from "@portamem/client";
+import { NotFoundError, PermissionDeniedError, PortamemClient, VaultError, type MemoryRecord } from "@portamem/client";
 
 import { PACKAGE_ROOT, type Served, eventually, newUser, startServer } from "./harness.js";
 
@@ -27,9 +27,35 @@ describe("service", () => {
     assert.equal(me.tenant_id, "acme");
     assert.equal(me.users, null);
     assert.equal(me.read_only, false);
+    assert.deepEqual(me.scopes, []);
     assert.match(me.key_id, /^[0-9a-f]+$/);
     const stats = await mem.stats();
-    assert.equal(typeof (stats["queue"] as Record<string, unknown>)["operations"], "number");
+    assert.equal(stats.tenant_id, "acme");
+    assert.equal(typeof stats.queue.operations, "number");
+    assert.equal(typeof stats.queue.pending, "number");
+    assert.equal(stats.server, undefined);
+  });
+
+  test("every tenant's statistics and /metrics need a key with the admin scope", async () => {
+    await assert.rejects(mem.stats({ all_tenants: true }), PermissionDeniedError);
+    await assert.rejects(mem.metrics(), (e: unknown) => e instanceof PermissionDeniedError && e.status === 403);
+
+    const admin = new PortamemClient({ url: server.url, apiKey: await server.key("ops", { scopes: ["admin"] }) });
+    assert.deepEqual((await admin.whoami()).scopes, ["admin"]);
+    await mem.saveMemory({ user_id: newUser("stats"), content: "The printer on floor two is broken." });
+    const own = await admin.stats();
+    assert.equal(own.tenant_id, "ops");
+    assert.equal(own.server, undefined);
+    const all = await admin.stats({ all_tenants: true });
+    assert.equal(all.tenant_id, "ops");
+    assert.ok(all.server, JSON.stringify(all));
+    assert.ok(all.server.queue.operations >= 1);
+    assert.ok(all.server.tenants["acme"]!.operations >= 1, JSON.stringify(all.server.tenants));
+    assert.equal(typeof all.server.memory?.pending, "number");
+
+    const text = await admin.metrics();
+    assert.match(text, /^# (HELP|TYPE) /m);
+    assert.match(text, /portamem_/);
   });
 
   test("the checked-in openapi.json, which the types are generated from, is the schema the server publishes", async () => {
@@ -119,6 +145,31 @@ describe("saving and reading", () => {
       (w) => w.retrievals.some((r) => r.query === "red Brompton"),
     );
     assert.equal(why.retrievals.find((r) => r.query === "red Brompton")!.rank, 1);
+  });
+
+  test("searchWithTrace answers every candidate's sources, scores and fate to a key with the debug scope", async () => {
+    const user = newUser("trace");
+    const kept = await mem.saveMemory({ user_id: user, content: "The boat is moored at pier 9.", wait: true });
+    await mem.saveMemories({ user_id: user, memories: ["The car is parked on level 3.", "The bike is at the office."], wait: true });
+    const query = { user_id: user, query: "where is the boat moored", top_k: 1 };
+    await assert.rejects(mem.searchWithTrace(query), (e: unknown) => e instanceof PermissionDeniedError && /debug/.test(e.message));
+
+    const debug = new PortamemClient({ url: server.url, apiKey: await server.key("acme", { scopes: ["debug"] }) });
+    const { hits, trace } = await debug.searchWithTrace(query);
+    assert.deepEqual(hits.map((h) => h.record.memory_id), [kept.memory_id]);
+    assert.deepEqual(
+      hits.map((h) => h.record.memory_id),
+      (await mem.searchMemory(query)).map((h) => h.record.memory_id),
+    );
+    assert.ok(trace.length >= 2, JSON.stringify(trace));
+    const top = trace.find((e) => e.memory_id === kept.memory_id)!;
+    assert.equal(top.fate, "kept");
+    assert.equal(top.rank, 1);
+    assert.equal(top.record?.content, kept.content);
+    assert.ok(Math.abs(top.final - hits[0]!.score) < 1e-9);
+    assert.ok(top.found_by.length > 0 && Object.keys(top.components).length > 0);
+    const dropped = trace.filter((e) => e.memory_id !== kept.memory_id);
+    assert.ok(dropped.every((e) => e.fate !== "kept" && e.rank === null), JSON.stringify(dropped));
   });
 });
 

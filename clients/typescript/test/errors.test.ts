@@ -2,6 +2,7 @@
 // against a real `portamem serve`.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 
@@ -9,15 +10,18 @@ import {
   AuthenticationError,
   ContentTooLongError,
   ERROR_CLASSES,
+  HostNotAllowedError,
   IndexingTimeoutError,
   NotFoundError,
   OverloadedError,
+  PayloadTooLargeError,
   PermissionDeniedError,
   PortamemClient,
   PortamemError,
   StoreError,
   StoreUnreachableError,
   ValidationError,
+  errorFromResponse,
   type RetryEvent,
   type SaveRequest,
 } from "@portamem/client";
@@ -70,8 +74,44 @@ describe("error classes", () => {
     assert.ok(new OverloadedError("x") instanceof StoreError);
     assert.ok(new IndexingTimeoutError("x") instanceof StoreError);
     assert.ok(new StoreUnreachableError("x") instanceof StoreError);
+    assert.ok(new PayloadTooLargeError("x") instanceof ValidationError);
+    assert.ok(new HostNotAllowedError("x") instanceof PermissionDeniedError);
+  });
+
+  test("an answer without an error body is classed by its status", () => {
+    for (const [status, cls] of [
+      [413, PayloadTooLargeError],
+      [421, HostNotAllowedError],
+      [422, ValidationError],
+      [403, PermissionDeniedError],
+    ] as const) {
+      const e = errorFromResponse(status, "<html>proxy page</html>");
+      assert.ok(e instanceof cls, `${status}: ${e.name}`);
+      assert.equal(e.status, status);
+      assert.equal(e.type, cls.name);
+    }
   });
 });
+
+/** A `fetch` over node:http that sends `host` as the Host header (the global fetch sets its own). */
+function fetchWithHost(host: string): typeof fetch {
+  return (input, init) =>
+    new Promise<Response>((resolve, reject) => {
+      const headers = { ...(init?.headers as Record<string, string> | undefined), Host: host };
+      const req = request(String(input), { method: init?.method ?? "GET", headers, signal: init?.signal ?? undefined }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () => {
+          const out = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) if (typeof value === "string") out.set(name, value);
+          resolve(new Response(Buffer.concat(chunks), { status: res.statusCode ?? 0, headers: out }));
+        });
+      });
+      req.on("error", reject);
+      req.end(typeof init?.body === "string" ? init.body : undefined);
+    });
+}
 
 describe("HTTP errors", () => {
   test("401: no key, or an unknown one", async () => {
@@ -116,28 +156,33 @@ describe("HTTP errors", () => {
     await rejectsWith(mem.getByKey({ user_id: user, key: "nothing" }), NotFoundError, 404);
   });
 
-  test("413: a body over the server's size limit", async (t) => {
-    const schema = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
-      paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>;
-    };
-    const declares413 = Object.values(schema.paths).some((ops) =>
-      Object.values(ops).some((op) => op.responses !== undefined && "413" in op.responses),
-    );
-    if (!declares413) {
-      t.skip(
-        "the server has no request size limit that answers 413 yet: its schema declares no 413 response, " +
-          "and its one limit (an import body over 512 MiB) answers 422 ValidationError",
-      );
-      return;
-    }
+  test("413: a body over the server's size limit (4 MiB), refused before its key is checked", async () => {
     const user = newUser("big");
-    const e = await rejectsWith(
-      mem.saveMemories({ user_id: user, memories: Array.from({ length: 1000 }, () => "x".repeat(100_000)) }),
-      PortamemError,
-      413,
-      "ValidationError",
-    );
+    // 48 shown texts of 90,000 characters: 4.3 MB of JSON, within the schema's bounds (200 texts of 100,000)
+    const shown = Array.from({ length: 48 }, (_, i) => `${i} ${"x".repeat(90_000)}`);
+    const e = await rejectsWith(mem.searchMemory({ user_id: user, query: "x", shown }), PayloadTooLargeError, 413);
     assert.ok(e instanceof ValidationError);
+    assert.match(e.message, /larger than this server takes/);
+    // a save whose metadata makes it too large writes nothing
+    const huge = { blob: "y".repeat(5 * 1024 * 1024) };
+    await rejectsWith(mem.saveMemory({ user_id: user, content: "A note with a large attachment.", metadata: huge }), PayloadTooLargeError, 413);
+    assert.deepEqual(await mem.listMemories({ user_id: user }), []);
+    // the size is checked first: a request without a key gets the same answer, not 401
+    const anonymous = new PortamemClient({ url: server.url, apiKey: "" });
+    await rejectsWith(anonymous.searchMemory({ user_id: user, query: "x", shown }), PayloadTooLargeError, 413);
+    // a large body within the limit is taken
+    assert.deepEqual(await mem.searchMemory({ user_id: user, query: "x", shown: shown.slice(0, 4) }), []);
+  });
+
+  test("421: a Host the loopback server does not answer to", async () => {
+    const rebound = new PortamemClient({ url: server.url, apiKey: key, fetch: fetchWithHost("attacker.example") });
+    const e = await rejectsWith(rebound.whoami(), HostNotAllowedError, 421);
+    assert.ok(e instanceof PermissionDeniedError);
+    assert.match(e.message, /attacker\.example/);
+    // the health check too: nothing is answered to a foreign Host
+    await rejectsWith(rebound.health(), HostNotAllowedError, 421);
+    const local = new PortamemClient({ url: server.url, apiKey: key, fetch: fetchWithHost("localhost") });
+    assert.equal((await local.whoami()).tenant_id, "acme");
   });
 
   test("422: a body the schema refuses, and a value the memory refuses", async () => {
@@ -146,6 +191,13 @@ describe("HTTP errors", () => {
     const e = await rejectsWith(mem.saveMemory(noContent), ValidationError, 422);
     assert.match(e.message, /content/);
     await rejectsWith(mem.searchMemory({ user_id: user, query: "x", top_k: 0 }), ValidationError, 422);
+    // the schema's list bounds: 256 memories a batch, 200 shown texts a search
+    const batch = Array.from({ length: 257 }, (_, i) => `Note ${i}.`);
+    const tooMany = await rejectsWith(mem.saveMemories({ user_id: user, memories: batch }), ValidationError, 422);
+    assert.match(tooMany.message, /256/);
+    assert.deepEqual(await mem.listMemories({ user_id: user }), []);
+    const shown = Array.from({ length: 201 }, (_, i) => `Shown ${i}.`);
+    await rejectsWith(mem.searchMemory({ user_id: user, query: "x", shown }), ValidationError, 422);
     const unknownField = { user_id: user, content: "x", tenant_id: "other" } as unknown as SaveRequest;
     await rejectsWith(mem.saveMemory(unknownField), ValidationError, 422);
     const badFilter = { bogus: 1 } as unknown as Record<string, never>;
@@ -166,10 +218,14 @@ describe("retries", () => {
   test("503: a flush that times out is IndexingTimeoutError, retried with backoff until it succeeds", async () => {
     const user = newUser("backlog");
     const backlog = (n: number) => Array.from({ length: n }, (_, i) => `Backlog note ${i}: the shelf ${i} holds box ${i * 7}.`);
-    await mem.saveMemories({ user_id: user, memories: backlog(300) });
+    // 300 memories in batches of at most 256, the most one batch takes
+    const saveBacklog = async (memories: string[]) => {
+      for (let i = 0; i < memories.length; i += 150) await mem.saveMemories({ user_id: user, memories: memories.slice(i, i + 150) });
+    };
+    await saveBacklog(backlog(300));
     await rejectsWith(mem.flush({ timeout: 0.001 }, { retries: 0 }), IndexingTimeoutError, 503);
 
-    await mem.saveMemories({ user_id: user, memories: backlog(300).map((t) => `Second ${t}`) });
+    await saveBacklog(backlog(300).map((t) => `Second ${t}`));
     const events: RetryEvent[] = [];
     const patient = new PortamemClient({
       url: server.url,
@@ -191,7 +247,7 @@ describe("retries", () => {
     }
 
     // cancelling while the client waits to retry ends the call with the signal's reason
-    await mem.saveMemories({ user_id: user, memories: backlog(300).map((t) => `Third ${t}`) });
+    await saveBacklog(backlog(300).map((t) => `Third ${t}`));
     const controller = new AbortController();
     const stop = new Error("stopped by the caller");
     const waiting = new PortamemClient({

@@ -33,6 +33,8 @@ export interface KeyScope {
   users?: string[];
   agents?: string[];
   readOnly?: boolean;
+  /** extra scopes: "admin", "debug" */
+  scopes?: string[];
 }
 
 export interface Served {
@@ -85,6 +87,7 @@ export async function startServer(args: string[] = [], timeoutMs = 240_000): Pro
       for (const user of scope.users ?? []) cmd.push("--user", user);
       for (const agent of scope.agents ?? []) cmd.push("--agent", agent);
       if (scope.readOnly) cmd.push("--read-only");
+      for (const s of scope.scopes ?? []) cmd.push("--scope", s);
       const { stdout } = await run(python(), cmd);
       return (JSON.parse(stdout.trim().split("\n").pop()!) as { api_key: string }).api_key;
     },

@@ -53,9 +53,30 @@ export interface paths {
         };
         /**
          * Stats
-         * @description Write-queue counters (and the memory's own, where it keeps them).
+         * @description The key's tenant's write-queue counters; with ``all_tenants`` (an ``admin`` key) the whole
+         *     server's: the queue of every tenant and the indexer's lag.
          */
         get: operations["stats_v1_stats_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus
+         * @description The server in the Prometheus text format (an ``admin`` key, or a keyless loopback server).
+         */
+        get: operations["prometheus_metrics_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -135,7 +156,8 @@ export interface paths {
         put?: never;
         /**
          * Search
-         * @description Hybrid search; each hit has its score breakdown and the retrievers that found it.
+         * @description Hybrid search; each hit has its score breakdown and the retrievers that found it. With ``debug``
+         *     (a key with the ``debug`` scope) also every candidate: its sources, component scores, final score and fate.
          */
         post: operations["search_v1_search_post"];
         delete?: never;
@@ -820,6 +842,11 @@ export interface components {
              * @default false
              */
             touch?: boolean;
+            /**
+             * Debug
+             * @default false
+             */
+            debug?: boolean;
         };
         /**
          * Source
@@ -880,6 +907,16 @@ export interface components {
             /** Context */
             ctx?: Record<string, never>;
         };
+        /**
+         * _ErrorBody
+         * @description The error body every failure leaves with (``portamem.portable.wire.error_body``).
+         */
+        _ErrorBody: {
+            /** Error */
+            error: {
+                [key: string]: string;
+            };
+        };
     };
     responses: never;
     parameters: never;
@@ -909,6 +946,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
         };
     };
     whoami_v1_whoami_get: {
@@ -931,11 +986,31 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
         };
     };
     stats_v1_stats_get: {
         parameters: {
-            query?: never;
+            query?: {
+                all_tenants?: boolean;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -951,6 +1026,71 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    prometheus_metrics_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
         };
@@ -977,6 +1117,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1014,6 +1172,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1047,6 +1223,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1084,6 +1278,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1119,6 +1331,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1152,6 +1382,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1191,6 +1439,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1224,6 +1490,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1261,6 +1545,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1294,6 +1596,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1333,6 +1653,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1368,6 +1706,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1407,6 +1763,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1442,6 +1816,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1480,6 +1872,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1514,6 +1924,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1551,6 +1979,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1582,6 +2028,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
         };
     };
     add_turn_v1_turns_post: {
@@ -1606,6 +2070,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1642,6 +2124,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1674,6 +2174,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1711,6 +2229,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1744,6 +2280,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1781,6 +2335,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1816,6 +2388,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -1847,6 +2437,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
         };
     };
     export_v1_export_get: {
@@ -1869,6 +2477,24 @@ export interface operations {
                 };
                 content: {
                     "application/x-ndjson": string;
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
@@ -1907,6 +2533,24 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
                 };
             };
             /** @description Validation Error */
