@@ -92,10 +92,9 @@ class Settings:
     #: share of the final score taken off per share of the query's entities that no memory of the
     #: user holds (a question about someone never mentioned); 0.7 from LoCoMo conversations 0-2
     unknown_entity_penalty: float = 0.7
-    #: a search whose hits go to a prompt (``touch``: ``recall`` and the adapters) leaves out hits
-    #: below this share of the best hit's score, and hits with less query evidence (vector, keyword,
-    #: entity) than ``prompt_min_evidence``: filler lines cost tokens and mislead (tuned on the
-    #: scenario suite's dev split, ``portamem eval scenarios``)
+    #: ``recall`` leaves out of a prompt the hits below this share of the best hit's score, and hits
+    #: with less query evidence (vector, keyword, entity) than ``prompt_min_evidence``: filler lines
+    #: cost tokens and mislead (tuned on the scenario suite's dev split, ``portamem eval scenarios``)
     prompt_margin: float = 0.5
     prompt_min_evidence: float = 0.1
     #: ``{"mean": .., "std": ..}`` of the embedder's cosine between unrelated (query, passage) pairs,

@@ -293,10 +293,9 @@ class Memory:
     ) -> list[SearchHit]:
         """Hybrid search of one user's memories; each hit carries its score breakdown and provenance.
 
-        ``touch`` says the hits go to a model's prompt (as ``recall`` and the adapters do): they count as
-        used (access count and last use move, off the search path, with the retrieval log's batched
-        writes), and only hits that bear on the question are returned (``Settings.prompt_margin``,
-        ``prompt_min_evidence``).
+        ``touch`` counts the hits as used (a model reads them, as ``recall``, the adapters' tools and the
+        MCP tool do): their access count and last use move, off the search path, with the retrieval log's
+        batched writes. ``recall`` also keeps the prompt to the hits that bear on the question.
 
         ``sources`` and ``weights`` narrow or reweigh the read path (baselines, tuning). Memories the
         prompt already holds, the turns of ``window_session``'s working window and the ``shown`` texts,

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .entities import extract_entities, normalize_entity
-from .read.prompt import DEFAULT_HEADER, format_memories, relative_age
+from .read.prompt import DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .records import SearchHit
 from .write.validation import check_id
 
@@ -56,7 +56,8 @@ def recall(
     agent_id: str | None = None,
     now: datetime | None = None,
 ) -> list[SearchHit]:
-    """Search for a prompt, dropping what the prompt already shows; the hits count as used.
+    """Search for a prompt, dropping what the prompt already shows and what does not bear on the question
+    (``for_prompt``); the hits count as used.
 
     The read path keeps out memories whose text is in the session's working window or in ``shown``
     (messages the framework itself puts in front of the model), so the model does not read them twice.
@@ -71,9 +72,10 @@ def recall(
     if memory.settings.recall_gate and not needs_recall(
             memory, query, user_id=check_id(memory.settings, "user_id", user_id), tenant_id=tenant_id):
         return []
-    return memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
+    hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now,
                                 filters=None if agent_id is None else {"agent_id": agent_id})
+    return for_prompt(hits, margin=memory.settings.prompt_margin, min_evidence=memory.settings.prompt_min_evidence)
 
 
 async def arecall(

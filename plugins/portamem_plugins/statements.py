@@ -203,6 +203,7 @@ def _clean(value: str) -> tuple[str, str | None]:
         when = m.group(0).strip()
         value = (" " + value)[: m.start()].strip()
     value = re.sub(r"\s+(?:now|already|then|too|again|permanently|for good)$", "", value, flags=re.I)
+    value = re.sub(r"^(?:called|named|known as)\s+", "", value, flags=re.I)  # "my cat is called Tom": Tom
     return value.strip(" .,'\""), when
 
 

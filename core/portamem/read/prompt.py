@@ -5,12 +5,16 @@ May import: the data model.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..records import SearchHit, from_iso, utcnow
+from ..records import MemoryRecord, SearchHit, from_iso, utcnow
+from ..statements import content_words
+from ..text import has_cjk
+from .scoring import PRIORS
 
-__all__ = ["format_memories", "relative_age", "DEFAULT_HEADER"]
+__all__ = ["format_memories", "relative_age", "for_prompt", "DEFAULT_HEADER"]
 
 DEFAULT_HEADER = "Relevant memories (id, date and age, source, trust), most relevant first:"
 
@@ -63,3 +67,44 @@ def format_memories(
             note += f", replaces \"{' '.join(replaced['value'].split())[:80]}\"" + (f" of {then:%Y-%m-%d}" if then else "")
         lines.append(f"- [{ref}{when}, {r.source.value}, trust {r.trust.value}{note}] {content}")
     return "\n".join(lines)
+
+
+#: words that say a statement changes an earlier one ("now", "moved", "instead", 改成, 不再)
+_CHANGE = re.compile(
+    r"\b(?:now|no longer|anymore|any more|instead|changed?|moved|switched|pushed|postponed|rescheduled|"
+    r"upgraded|downgraded|cancell?ed|sold|quit|actually|updated?|this time|from now on|rebooked|bumped|raised|"
+    r"lowered|increased|reduced|replaced|went with|gone with|going with|gone off|scratch that|correction|bump|"
+    r"delayed|put back|brought forward|gone up|went up|crept up|up to|down to|dropped to|cut|no more|left|"
+    r"went to|switched to|adjusted|tweaked|lost|these days|nowadays)\b"
+    r"|现在|改成|改为|改到|换成|换了|不再|搬到|搬去|取消|推迟|提前|更新|其实|改了|调整|减到|加到|降到|提高到|涨到|改用|"
+    r"戒了|退了|已经不|变成", re.I)
+
+
+def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: float = 0.0) -> list[SearchHit]:
+    """The hits that bear on the question, in their order: a newer hit that says what changed outdates
+    an older one about the same thing (the prompt shows the current value only), and a hit below
+    ``margin`` times the best remaining hit's score, or whose query evidence (vector, keyword, entity)
+    is below ``min_evidence`` of its most, is left out (``Settings.prompt_margin``,
+    ``prompt_min_evidence``; ``recall`` applies them)."""
+    current = [h for h in hits if not any(_outdates(o.record, h.record) for o in hits)]
+    best = max((h.score for h in current), default=0.0)
+    return [h for h in current if h.score >= margin * best and _evidence(h) >= min_evidence]
+
+
+def _outdates(newer: MemoryRecord, older: MemoryRecord) -> bool:
+    """The newer memory says something changed, and the two are about the same thing: two content words
+    in common (one Chinese word of two characters or more, which carries more than an English one)."""
+    if newer.created_at <= older.created_at or newer.memory_id == older.memory_id or not _CHANGE.search(newer.content):
+        return False
+    shared = content_words(newer.content) & content_words(older.content)
+    return len(shared) >= 2 or any(len(w) >= 2 and has_cjk(w) for w in shared)
+
+
+def _evidence(hit: SearchHit) -> float:
+    """The share (0..1) of the most query evidence a hit could have (its weighted vector, keyword and
+    entity components), as ``portamem.read.scoring.evidence_share`` computes it."""
+    weights = hit.breakdown.weights
+    ceiling = sum(w for n, w in weights.items() if n not in PRIORS and w > 0)
+    if ceiling <= 0:
+        return 1.0
+    return sum(weights.get(n, 0.0) * v for n, v in hit.breakdown.components.items() if n not in PRIORS) / ceiling

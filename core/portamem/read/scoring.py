@@ -9,7 +9,6 @@ May import: the data model and the read path's candidates.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -19,8 +18,8 @@ import numpy as np
 
 from ..duplicates import is_duplicate
 from ..records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust
-from ..statements import content_words, triples_conflict
-from ..text import has_cjk, tokenize
+from ..statements import triples_conflict
+from ..text import tokenize
 from .candidates import SOURCES, Candidate, ComponentScorer
 from .trace import TraceEntry
 
@@ -109,8 +108,7 @@ def rank(
     duplicate_cosine: float = 0.92,
     trace: list[TraceEntry] | None = None,
     unknown_entity_penalty: float = 0.0,
-    margin: float = 0.0,
-    min_evidence: float = 0.0,
+    dedupe: bool = True,
 ) -> list[SearchHit]:
     """Score, threshold, drop what ``window`` (texts already in the prompt) holds, collapse
     near-identical results (the most trusted, then the newest stays), mark conflicts (the most
@@ -118,9 +116,8 @@ def rank(
     and ties go to the more trusted memory. ``unknown_entity_penalty`` times the share of the query's
     entities no memory holds (``Candidate.unknown_entities``) is taken off each final score.
 
-    ``margin`` and ``min_evidence`` keep a prompt to what bears on the question: a hit below ``margin``
-    times the best hit's score, or whose query evidence (vector, keyword, entity: ``evidence_share``)
-    is below ``min_evidence``, is left out; ``top_k`` stays a maximum.
+    ``dedupe``: the store merges duplicates on write (``Settings.dedupe``), so of near-identical hits
+    still queued for its indexer the one it will keep stands for both.
 
     ``trace``, when given, receives one entry per candidate with its fate, for debugging.
     """
@@ -165,7 +162,7 @@ def rank(
         )
         if twin is not None:
             other = kept[twin]
-            if _keeps(entry.candidate, other.candidate):
+            if _keeps(entry.candidate, other.candidate, dedupe):
                 kept[twin], kept_words[twin] = entry, words
                 other.fate = f"near-identical to more trusted, newer or more precise {record.memory_id}"
             else:
@@ -173,22 +170,6 @@ def rank(
             continue
         kept.append(entry)
         kept_words.append(words)
-    if kept and (margin > 0 or min_evidence > 0):
-        # a newer hit that says what changed outdates an older one about the same thing: the prompt
-        # shows the current value only
-        current = [(e, w) for e, w in zip(kept, kept_words)
-                   if not (newer := next((o for o in kept if _outdates(o, e)), None))
-                   or _fate(e, f"outdated by the newer {newer.candidate.memory_id}")]
-        best = max((e.final for e, _ in current), default=0.0)
-        bearing = []
-        for entry, words in current:
-            if entry.final < margin * best:
-                entry.fate = f"far below the best hit ({entry.final:.3f} < {margin:g} x {best:.3f})"
-            elif evidence_share(entry.candidate.components, weights) < min_evidence:
-                entry.fate = "no evidence beyond recency and importance"
-            else:
-                bearing.append((entry, words))
-        kept, kept_words = [e for e, _ in bearing], [w for _, w in bearing]
     hits = [_hit(e, weights, _factor(e.candidate, trust_factor, unknown_entity_penalty)) for e in kept]
     hits = _mark_conflicts(hits, kept_words, [e.candidate for e in kept])
     for i, hit in enumerate(hits, 1):
@@ -209,44 +190,16 @@ def _same(ca: Candidate, a_words: frozenset[str], cb: Candidate, b_words: frozen
     # one rule for "the same memory" on write and on read: words, numbers and negation must agree
     return is_duplicate(a.content, b.content, _pair_cosine(ca, cb), threshold)
 
-#: words that say a statement changes an earlier one ("now", "moved", "instead", 改成, 不再)
-_CHANGE = re.compile(
-    r"\b(?:now|no longer|anymore|any more|instead|changed?|moved|switched|pushed|postponed|rescheduled|"
-    r"upgraded|downgraded|cancell?ed|sold|quit|actually|updated?|this time|from now on|rebooked|bumped|raised|"
-    r"lowered|increased|reduced|replaced|went with|gone with|going with|gone off|scratch that|correction|bump|"
-    r"delayed|put back|brought forward|gone up|went up|crept up|up to|down to|dropped to|cut|no more|left|"
-    r"went to|switched to|adjusted|tweaked|lost|these days|nowadays)\b"
-    r"|现在|改成|改为|改到|换成|换了|不再|搬到|搬去|取消|推迟|提前|更新|其实|改了|调整|减到|加到|降到|提高到|涨到|改用|"
-    r"戒了|退了|已经不|变成", re.I)
-
-
-def _outdates(newer: TraceEntry, older: TraceEntry) -> bool:
-    """The newer memory says something changed, and the two are about the same thing: two content words
-    in common (one Chinese word)."""
-    a, b = newer.candidate.record, older.candidate.record
-    assert a is not None and b is not None
-    if a.created_at <= b.created_at or a.memory_id == b.memory_id or not _CHANGE.search(a.content):
-        return False
-    shared = content_words(a.content) & content_words(b.content)
-    # a Chinese word carries more than an English one: one of two characters or more is enough
-    return len(shared) >= 2 or any(len(w) >= 2 and has_cjk(w) for w in shared)
-
-
-def _fate(entry: TraceEntry, fate: str) -> bool:
-    entry.fate = fate
-    return False
-
-
-def _keeps(a: Candidate, b: Candidate) -> bool:
+def _keeps(a: Candidate, b: Candidate, dedupe: bool) -> bool:
     """Of two near-identical hits, whether ``a`` says it best: the memory an episode covers over the
-    episode, a reviewed memory over a queued duplicate the indexer will merge into it, then the more
-    trusted, then the newest."""
+    episode; while either is queued for the indexer, the one its dedupe will keep (the reviewed one,
+    else the older); else the more trusted, then the newest."""
     ra, rb = a.record, b.record
     assert ra is not None and rb is not None
     if _covers(rb, ra) or _covers(ra, rb):
         return _covers(rb, ra)
-    if a.queued != b.queued:
-        return not a.queued
+    if dedupe and (a.queued or b.queued):  # the indexer's dedupe will keep the reviewed one, else the older
+        return not a.queued if a.queued != b.queued else ra.created_at < rb.created_at
     return (TRUST_RANK[ra.trust], ra.created_at) > (TRUST_RANK[rb.trust], rb.created_at)
 
 

@@ -107,9 +107,7 @@ class Search:
             trace=trace,
             trust_factor=self.trust_factors,
             unknown_entity_penalty=s.unknown_entity_penalty,
-            # hits that go to a prompt: only those that bear on the question
-            margin=s.prompt_margin if touch else 0.0,
-            min_evidence=s.prompt_min_evidence if touch else 0.0,
+            dedupe=s.dedupe,
         )
         if filters.agent_id is not None:  # the agent's private memories before the shared layer
             hits.sort(key=lambda h: h.record.agent_id is None)
