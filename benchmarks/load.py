@@ -298,7 +298,16 @@ async def served(url: str, key: str, users: int, seconds: float, pid: int, think
     async def step(n: int, kind: str, body: dict[str, Any], t0: float) -> bool:
         conn = connections[n] if think is None else (idle.pop() if idle else Connection(host, int(port), key))
         try:
-            status, answer = await conn.request("POST", PATHS[kind], body)
+            try:
+                status, answer = await conn.request("POST", PATHS[kind], body)
+            except ConnectionError:
+                if think is None or conn.writer is None:
+                    raise
+                # uvicorn closes a keep-alive connection idle for 5 s before any request reached it:
+                # a thinking user's next request goes on a new one, as HTTP clients do
+                conn.close()
+                conn = Connection(host, int(port), key)
+                status, answer = await conn.request("POST", PATHS[kind], body)
         except (OSError, ConnectionError, ValueError, asyncio.IncompleteReadError) as exc:
             figures.error(f"{kind}: {exc!r}")
             conn.close()
@@ -344,7 +353,7 @@ async def served(url: str, key: str, users: int, seconds: float, pid: int, think
 
 async def in_process(mem: Memory, users: int, seconds: float, think: float | None = None) -> Figures:
     figures = Figures("in-process")
-    cpu_before = time.process_time()
+    cpu_before = cpu_seconds(os.getpid()) or time.process_time()
 
     async def step(n: int, kind: str, body: dict[str, Any], t0: float) -> bool:
         try:
@@ -374,7 +383,8 @@ async def in_process(mem: Memory, users: int, seconds: float, think: float | Non
         await _run_users(users, seconds, step, figures)
     else:
         await _open_users(users, seconds, think, step, figures, _sqlite_path(mem.settings.resolved_db_url))
-    figures.cpu_s = time.process_time() - cpu_before  # the simulated users' share included
+    # the simulated users' share included, and the embedding worker processes
+    figures.cpu_s = (cpu_seconds(os.getpid()) or time.process_time()) - cpu_before
     return figures
 
 
