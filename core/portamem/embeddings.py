@@ -8,6 +8,7 @@ work comes from worker processes instead (``ProcessEmbedder``, one per core by d
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import importlib.metadata
 import os
@@ -601,6 +602,14 @@ _REGISTRY: dict[str, Callable[[], Embedder]] = {
 _IN_WORKERS = {"multilingual-e5-small-q4", "use-multilingual-v3", "all-minilm-l6-v2", "multilingual-e5-small-int8"}
 _CACHE: dict[tuple[str, int], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_workers() -> None:
+    """Let the worker processes of the cached embedders end with this process (their stdin closes)."""
+    for embedder in list(_CACHE.values()):
+        if isinstance(embedder, ProcessEmbedder):
+            embedder.close()
 
 
 def register_embedder(name: str, factory: Callable[[], Embedder], *, processes: bool = False) -> None:
