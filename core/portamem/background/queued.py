@@ -136,28 +136,27 @@ def queued_vectors(store: RecordStore, indexer: Queue, embed: Callable[[list[str
     # newest first: the indexer drains oldest first, so the two meet in the middle
     todo.sort(key=lambda r: r.created_at, reverse=True)
     mine, others = indexer.handover.claim(todo)
-    try:
-        for lo in range(0, len(mine), CHUNK):
+
+    def embedded(rows: Sequence[MemoryRecord]) -> None:
+        """Embed ``rows`` in chunks while time is left, handing each chunk over as it finishes."""
+        for lo in range(0, len(rows), CHUNK):
             if left() <= 0:
                 break
-            chunk = mine[lo:lo + CHUNK]
+            chunk = rows[lo:lo + CHUNK]
             vectors = list(np.asarray(embed([r.content for r in chunk]), dtype=np.float32))
             indexer.handover.put(chunk, vectors)
             out.update((r.memory_id, v) for r, v in zip(chunk, vectors))
+
+    try:
+        embedded(mine)
     finally:
         indexer.handover.release(mine)
     if others:
         for event in others:
             if not event.wait(max(0.0, min(left(), 600.0))):
                 break
-        rest = _missing(indexer.handover, [r for r in todo if r.memory_id not in out], out)
-        for lo in range(0, len(rest), CHUNK):  # a search that gave up or failed: embedded here
-            if left() <= 0:
-                break
-            chunk = rest[lo:lo + CHUNK]
-            vectors = list(np.asarray(embed([r.content for r in chunk]), dtype=np.float32))
-            indexer.handover.put(chunk, vectors)
-            out.update((r.memory_id, v) for r, v in zip(chunk, vectors))
+        # a search that gave up or failed: embedded here
+        embedded(_missing(indexer.handover, [r for r in todo if r.memory_id not in out], out))
     return out
 
 

@@ -465,31 +465,25 @@ class RecordStore:
 
         Only for choosing a free id: what it returns must never reach a caller of another scope.
         """
-        ids, out = list(dict.fromkeys(memory_ids)), set()
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                if self.is_sqlite:
-                    rows = fast.driver(conn).execute(
-                        f"SELECT memory_id FROM memories WHERE memory_id IN ({fast.marks(len(chunk))})", chunk)
-                else:
-                    rows = conn.execute(sa.select(memories.c.memory_id).where(memories.c.memory_id.in_(chunk)))
-                out.update(r[0] for r in rows)
-        return out
+        return {r[0] for r in self._by_ids(memory_ids, "memory_id")}
 
     def arrival(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """Commit order of the rows (their primary key), for "the newest acknowledged value wins"."""
-        ids, out = list(dict.fromkeys(memory_ids)), {}
+        return {r[0]: int(r[1]) for r in self._by_ids(memory_ids, "memory_id", "pk")}
+
+    def _by_ids(self, memory_ids: Sequence[str], *columns: str) -> list[Any]:
+        """``columns`` of the rows these ids name, whoever owns them, in chunks of 500 ids."""
+        ids, out = list(dict.fromkeys(memory_ids)), []
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 500):
                 chunk = ids[start:start + 500]
                 if self.is_sqlite:
-                    rows = fast.driver(conn).execute(
-                        f"SELECT memory_id, pk FROM memories WHERE memory_id IN ({fast.marks(len(chunk))})", chunk)
+                    out += fast.driver(conn).execute(
+                        f"SELECT {', '.join(columns)} FROM memories WHERE memory_id IN ({fast.marks(len(chunk))})",
+                        chunk).fetchall()
                 else:
-                    rows = conn.execute(sa.select(memories.c.memory_id, memories.c.pk).where(
-                        memories.c.memory_id.in_(chunk)))
-                out.update((r[0], int(r[1])) for r in rows)
+                    out += conn.execute(sa.select(*(memories.c[c] for c in columns)).where(
+                        memories.c.memory_id.in_(chunk))).all()
         return out
 
     def count(self, tenant_id: str | None = None, user_id: str | None = None, filters: SearchFilters | None = None) -> int:
