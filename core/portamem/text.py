@@ -9,7 +9,8 @@ from functools import lru_cache
 __all__ = ["tokenize", "normalize", "has_cjk", "STOPWORDS"]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_SEGMENT = re.compile(rf"[{_CJK}]+|[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+#: a Chinese run, or a Latin word or number; a number before Chinese ("7月8号入职") ends where the Chinese starts
+_SEGMENT = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:[-'][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
 
 STOPWORDS: frozenset[str] = frozenset(
@@ -48,8 +49,9 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
             words = [w for w in _jieba().cut_for_search(piece) if w.strip()]
             # single characters carry meaning in Chinese names and short words; keep them
             tokens.extend(words or [piece])
-        else:
-            tokens.append(piece)
+        else:  # "dentist's" is the dentist, as "Biscuit’s" (a curly apostrophe ends the word) already is
+            tokens.append(piece[:-2] if piece.endswith("'s") and len(piece) > 3 else piece)
     if keep_stopwords:
         return tokens
     return [t for t in tokens if t not in STOPWORDS]
+

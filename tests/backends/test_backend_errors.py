@@ -11,6 +11,8 @@ import sqlalchemy as sa
 from portamem import Memory, Settings
 from portamem.errors import BackendNotInstalledError, StoreOpenError, StoreUnreachableError
 from portamem.filters import SearchFilters
+from portamem.records import MemoryRecord
+from portamem.storage.schema import SCHEMA_VERSION
 from portamem.storage.sql import RecordStore
 from portamem.storage.vectors import MilvusVectorIndex
 from portamem_conformance.backends import corpus, exact_bm25
@@ -58,9 +60,33 @@ def test_an_fts5_store_is_migrated_to_postings(tmp_path: Path) -> None:
     store.close()
     store = RecordStore(url)
     try:
-        assert store.get_meta("schema_version") == "4"
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
         assert not sa.inspect(store.engine).has_table("memory_fts")
         got = store.keyword_search("default", "ana", "tea parcel", SearchFilters(), 10)
         assert [s for _, s in got] == pytest.approx([s for _, s in exact_bm25(records, "tea parcel", 10)], rel=1e-9)
+    finally:
+        store.close()
+
+
+def test_a_store_of_the_older_tokens_is_indexed_again(tmp_path: Path) -> None:
+    """Schema 5 tokenises "dentist's" as dentist and "7月8号入职" as 7, 月, 8, ... 入职: a schema-4 store's
+    postings are rebuilt when it is opened, so its old memories are found by the new query tokens."""
+    url = f"sqlite:///{tmp_path / 'v4.sqlite3'}"
+    store = RecordStore(url)
+    records = [MemoryRecord(content="My dentist's surgery is on Kirkstall Road", user_id="ana"),
+               MemoryRecord(content="新公司让我提前到7月8号入职。", user_id="ana")]
+    with store.transaction() as conn:
+        store.insert(conn, records)
+        # the postings of schema 4 held the old tokens ("dentist's", "7月8号入职"): here, none at all
+        for table in ("keyword_postings", "keyword_users", "keyword_df"):
+            conn.exec_driver_sql(f"DELETE FROM {table}")
+        conn.exec_driver_sql("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    store.close()
+    store = RecordStore(url)
+    try:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        for query, want in (("dentist", records[0]), ("哪天入职", records[1])):
+            got = store.keyword_search("default", "ana", query, SearchFilters(), 5)
+            assert [m for m, _ in got][:1] == [want.memory_id], query
     finally:
         store.close()

@@ -18,7 +18,7 @@ from ..records import MemoryRecord, MemoryType, Source, Status, Trust
 __all__ = ["SCHEMA_VERSION", "REVIEW", "keyword_text", "record_row", "row_record", "memories", "entities_t", "turns_t",
            "audit_t", "retrievals_t", "meta_t"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: ``memories.indexed`` of a new row the background indexer has not embedded and reviewed yet
 REVIEW = -1
 

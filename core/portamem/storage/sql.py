@@ -88,7 +88,8 @@ class RecordStore:
                     conn.exec_driver_sql(f'ALTER TABLE memories ADD COLUMN "{name}" {kind}')
             conn.exec_driver_sql('CREATE UNIQUE INDEX IF NOT EXISTS ux_memories_key '
                                  'ON memories (tenant_id, user_id, key_namespace, "key")')
-        if version < 4:  # postings instead of SQLite FTS5
+        if version < 5:  # postings instead of SQLite FTS5 (4); tokens of 5: a number before Chinese ends
+            # where the Chinese starts ("7月8号入职"), a possessive "'s" is dropped ("dentist's")
             self._rebuild_keywords(conn)
         conn.execute(meta_t.update().where(meta_t.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
