@@ -253,12 +253,17 @@ def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
         order = parts.store.arrival([r.memory_id for r, _ in stating] + list(stored))
         for m in out.activated:  # a merged statement stands where the statement it came from arrived
             order[m.memory_id] = order.get(str(m.supersedes), order.get(m.memory_id, 0))
+        # in arrival order: each value meets the one before it while that one is still current
+        stating.sort(key=lambda pair: order.get(pair[0].memory_id, 0))
         for record, mine in stating:
             seen = [h.memory_id for h in near.get(record.memory_id, [])] + probed[record.memory_id]
             others = [stored[i] for i in dict.fromkeys(seen) if i in stored]
             others += [m for m in out.activated if m.user_id == user_id and m not in others]
-            # the latest first: a statement outdates the value current before it
-            others.sort(key=lambda o: -order.get(o.memory_id, 0))
+            # the nearest in arrival first, the earlier of two as near: a statement outdates the value
+            # current just before it, then the value that came next outdates it (8000 -> 5000 -> 6000 is
+            # a chain, not two links to 6000)
+            mine_at = order.get(record.memory_id, 0)
+            others.sort(key=lambda o: (abs(order.get(o.memory_id, 0) - mine_at), order.get(o.memory_id, 0)))
             for other in others:
                 if other is record or other.status is not Status.ACTIVE or other.key is not None \
                         or record.status is not Status.ACTIVE:
