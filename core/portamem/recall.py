@@ -75,7 +75,8 @@ def recall(
     hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now,
                                 filters=None if agent_id is None else {"agent_id": agent_id})
-    return for_prompt(hits, margin=memory.settings.prompt_margin, min_evidence=memory.settings.prompt_min_evidence)
+    return for_prompt(hits, margin=memory.settings.prompt_margin, min_evidence=memory.settings.prompt_min_evidence,
+                      query=query)
 
 
 async def arecall(

@@ -1,0 +1,185 @@
+"""Which hit holds the current answer to a question that asks for an amount or a date.
+
+A question such as "How many guests are we having?" or "我哪天去成都？" asks for one value of one
+thing. Where several hits give a value of that kind about the same thing ("we're expecting around 120
+guests", then "the guest list has crept back up to 95"), the latest one is what the user last said:
+it takes the rank of the best hit it outdates, and the older ones leave the prompt. This reads the
+question, so it also catches what the write path's statements missed (a value said in words the rule
+extractor does not know). A question about the past ("what was my old salary?", "以前住哪") keeps
+every value.
+
+Two hits are about the same thing when the clauses that hold their values share the question's words
+(the newer's shared words include the older's), or when both values carry the same unit and the newer
+clause says that something changed ("she's up to 29 kg").
+
+May import: the data model and the text helpers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..records import SearchHit
+from ..statements import content_words
+from ..text import normalize
+
+__all__ = ["asked_kind", "values", "current_answers"]
+
+_MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_DAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|wed|thu|fri|sat|sun"
+_DATE = re.compile(
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b(?:\s+\d{{4}})?|(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+    rf"(?:,?\s+\d{{4}})?|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|(?:{_DAYS})\b|\d{{1,2}}[:.]\d{{2}}\s*(?:am|pm)?|"
+    rf"\d{{1,2}}\s*(?:am|pm)\b|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?)"
+    r"|(?:(?:\d{4}|[一二三四五六七八九〇零]{4})\s*年\s*)?(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*月\s*(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号]?"
+    r"|(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号](?!码)|(?:下|上|这)?(?:周|星期|礼拜)[一二三四五六日天]|\d{1,2}\s*点(?:\s*\d{1,2}\s*分?|半)?",
+    re.I)
+_UNITS = (r"k|m|bn|kg|kgs|km|kms|g|cm|mm|m2|%|lbs?|pounds?|euros?|dollars?|quid|usd|eur|gbp|rmb|yuan|hours?|hrs?|"
+          r"minutes?|mins?|people|guests|persons?|days|nights|weeks|months|years|mb|gb|tb|mbps|miles?|percent")
+_AMOUNT = re.compile(
+    r"\d+(?:\.\d+)?\s*(?P<zh>万\d*|千|百|元|块钱?|公斤|斤|公里|千米|米|兆|个|人|桌|岁|天|周|年|个月|小时|分钟|平米?)"
+    rf"|(?:[£$€¥]\s?)?\d+(?:[.,]\d+)*(?:\s?(?P<unit>{_UNITS})\b)?"
+    r"|[一二两三四五六七八九十百千万]+\s*(?P<zhw>万|千|百|元|块|公斤|斤|公里|个|人|桌|岁|天|周|小时|分钟)", re.I)
+_CURRENCY = re.compile(r"[£$€¥]")
+
+#: questions that ask for an amount, and for a date or time
+_ASKS_AMOUNT = re.compile(r"\bhow (?:much|many|far|long|heavy|old|big|tall|often)\b|\bwhat(?:'s| is| are| was)? "
+                          r"(?:the |my |our )?(?:[\w-]+ ){0,2}(?:price|cost|budget|salary|pay|wage|rent|fee|rate|total|"
+                          r"amount|number of|weight|distance|size|balance|limit|deposit|premium|bill|quote|target)s?\b|"
+                          r"多少|多重|多高|多远|多久|多大|几[个人桌岁次天周年]|几公里|几公斤", re.I)
+_ASKS_DATE = re.compile(r"\bwhen\b|\bwhat (?:date|day|time)\b|\bwhich (?:date|day)\b|\bby when\b|\bwhat time\b|"
+                        r"哪天|哪一天|什么时候|几号|几点|几月|哪个月|日期|时间", re.I)
+#: a question about what held before: every value stays
+_PAST = re.compile(r"\b(?:before|previous(?:ly)?|used to|originally|initially|at first|old|former(?:ly)?|"
+                   r"first time|earlier|history|changes?)\b|以前|之前|原来|本来|最初|当初|一开始|原先|改之前", re.I)
+#: the words that ask rather than name the thing asked about
+_ASKING = frozenset(
+    "what whats which when where who whom whose how much many long far often heavy old big tall does do did is are am "
+    "was were will would should can could my me mine our we us i you your the a an of for on in at to by "
+    "much price cost date day time number amount total "
+    "多少 几 哪天 哪 一天 什么 时候 几号 几点 我 我们 吗 呢 的 了 是 现在 要 多 钱".split())
+#: a clause of a hit: a value's context ends at sentence punctuation
+_CLAUSE = re.compile(r"[.;!?\n。；！？]+\s*|,\s*(?:but|and|so)\s+|\s+but\s+|[，,]\s*(?:但|不过|而且|另外)")
+_CHANGE = re.compile(r"\b(?:now|no longer|instead|changed?|moved|switched|pushed|postponed|rescheduled|bumped|"
+                     r"raised|lowered|increased|reduced|up to|down to|dropped|cut|crept|went up|gone up|rose|fell|"
+                     r"updated?|actually|revised|rebooked|extended|brought forward)\b"
+                     r"|现在|改成|改为|改到|换成|变成|涨到|降到|减到|加到|砍到|提高到|推迟|提前|升级|调整|更新", re.I)
+#: "the new salary": a change where the clause names the asked thing itself (a "new helmet" is another thing)
+_NEW = re.compile(r"\bnew\b|新的|新", re.I)
+
+
+def asked_kind(question: str) -> str | None:
+    """"date" for a question that asks when, "amount" for one that asks how much or how many, else None
+    (and None for a question about what held before)."""
+    if _PAST.search(question):
+        return None
+    if _ASKS_DATE.search(question):
+        return "date"
+    if _ASKS_AMOUNT.search(question):
+        return "amount"
+    return None
+
+
+@dataclass(frozen=True)
+class _Value:
+    text: str
+    unit: str
+    clause: str
+
+
+def values(text: str, kind: str) -> list[_Value]:
+    """The values of ``kind`` ("date" or "amount") in ``text``, each with its unit and its clause. An
+    amount is not a part of a date ("14 June 2025" holds no amount)."""
+    out = []
+    for clause in _CLAUSE.split(normalize(text)):
+        if not clause:
+            continue
+        dates = list(_DATE.finditer(clause))
+        if kind == "date":
+            out += [_Value(m.group(0).strip(), "", clause) for m in dates]
+            continue
+        rest = _DATE.sub(" ", clause)
+        for m in _AMOUNT.finditer(rest):
+            unit = (m.group("unit") or m.group("zh") or m.group("zhw") or "").lower()
+            currency = _CURRENCY.search(m.group(0))
+            unit = currency.group(0) if currency else re.sub(r"\d", "", unit)
+            out.append(_Value(m.group(0).strip(), unit, clause))
+    return out
+
+
+def _question_words(question: str) -> frozenset[str]:
+    return frozenset(w for w in content_words(question) if w not in _ASKING)
+
+
+@dataclass
+class _Holder:
+    hit: SearchHit
+    #: the question's words in the clauses that hold a value
+    words: frozenset[str]
+    units: frozenset[str]
+    #: the values as written, lower-case
+    said: frozenset[str]
+    #: a clause that holds a value says its value changed ("up to", "now", 改成)
+    changes: bool
+    #: ... or calls it new ("the new salary")
+    renews: bool
+
+
+def _replaces(newer: _Holder, older: _Holder) -> bool:
+    """The later holder gives the value the question asks about in place of the older one's: about
+    the same words of the question (at least those the older names), or with the same unit where the
+    later says a change ("she's up to 29 kg" after "weighs 27 kg"; "the new salary is 78k" after "I'm on
+    65k", where the later names the asked thing), or naming the older value beside
+    its own ("it's £110 with labour, not £85")."""
+    if older.words and newer.words >= older.words:
+        return True
+    if newer.units & older.units and ((newer.words and (newer.changes or newer.renews))
+                                      or (older.words and newer.changes)):
+        return True
+    return bool(older.said & newer.said) and bool(newer.said - older.said)
+
+
+def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[SearchHit], dict[str, float]]:
+    """The hits without those a later hit outdates on the value the question asks for, in their order,
+    a current holder moved up to the rank of the best hit it outdates; and the score each moved hit
+    stands at for the prompt's margin rule (the best score it took the place of)."""
+    kind = asked_kind(question)
+    if kind is None or len(hits) < 2:
+        return list(hits), {}
+    asked = _question_words(question)
+    holders: dict[str, _Holder] = {}
+    for h in hits:
+        vals = values(h.record.content, kind)
+        if vals:
+            clauses = " ".join(dict.fromkeys(v.clause for v in vals))
+            holders[h.memory_id] = _Holder(h, content_words(clauses) & asked, frozenset(v.unit for v in vals if v.unit),
+                                           frozenset(v.text.lower() for v in vals if len(v.text) >= 2),
+                                           bool(_CHANGE.search(clauses)), bool(_NEW.search(clauses)))
+    outdated: dict[str, str] = {}  # older id -> the newer holder that outdates it
+    for older in holders.values():
+        newer = [n for n in holders.values() if n.hit.record.created_at > older.hit.record.created_at
+                 and _replaces(n, older)]
+        if newer:
+            outdated[older.hit.memory_id] = max(newer, key=lambda n: n.hit.record.created_at).hit.memory_id
+    if not outdated:
+        return list(hits), {}
+    # follow a chain (120 -> 85 -> 95) to its end: the last holder takes every rank it replaced
+    def last(memory_id: str) -> str:
+        seen = set()
+        while memory_id in outdated and memory_id not in seen:
+            seen.add(memory_id)
+            memory_id = outdated[memory_id]
+        return memory_id
+    rank = {h.memory_id: i for i, h in enumerate(hits)}
+    score = {h.memory_id: h.score for h in hits}
+    for older_id in outdated:
+        current = last(older_id)
+        if rank[older_id] < rank[current]:
+            rank[current] = rank[older_id]
+        score[current] = max(score[current], score[older_id])
+    kept = sorted((h for h in hits if h.memory_id not in outdated), key=lambda h: (rank[h.memory_id], -h.score))
+    moved = {h.memory_id: score[h.memory_id] for h in kept if score[h.memory_id] > h.score}
+    return kept, moved

@@ -1,0 +1,137 @@
+"""A question that asks for an amount or a date gets the value the user last gave (``portamem.read.current``),
+and a newer memory's change outdates only what its own clause is about (``portamem.read.prompt``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from portamem import Memory, Settings
+from portamem.embeddings import Embedder
+from portamem.read.current import asked_kind, current_answers, values
+from portamem.read.prompt import for_prompt
+from portamem.recall import recall
+from portamem.records import MemoryRecord, ScoreBreakdown, SearchHit
+from portamem.text import tokenize
+
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def _hit(text: str, day: int, score: float) -> SearchHit:
+    record = MemoryRecord(content=text, user_id="u", created_at=T0 + timedelta(days=day))
+    return SearchHit(record, score, ScoreBreakdown(score, {"vector": score, "keyword": 0.0}, {"vector": 1.0, "keyword": 0.5}),
+                     ("vector",))
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("How many guests are we having?", "amount"),
+    ("How much is the bike repair?", "amount"),
+    ("What's my salary?", "amount"),
+    ("每桌多少钱？", "amount"),
+    ("我现在多重？", "amount"),
+    ("When do we fly to Lisbon?", "date"),
+    ("By when do I need to drop the shoes off?", "date"),
+    ("我哪天入职？", "date"),
+    ("半马比赛是什么时候？", "date"),
+    ("Where do I live?", None),
+    ("What was my old salary?", None),  # a question about what held before keeps every value
+    ("我以前住在哪里？", None),
+])
+def test_what_a_question_asks_for(question: str, kind: str | None) -> None:
+    assert asked_kind(question) == kind
+
+
+def test_values_and_their_units() -> None:
+    assert [(v.text, v.unit) for v in values("The date is 14 June 2025, and we're expecting around 120 guests", "amount")] \
+        == [("120 guests", "guests")]  # the date holds no amount
+    assert [v.text for v in values("The date is 14 June 2025, and we're expecting around 120 guests", "date")] \
+        == ["14 june 2025"]
+    assert [(v.text, v.unit) for v in values("it's £110 with labour, not £85", "amount")] == [("£110", "£"), ("£85", "£")]
+    assert [(v.text, v.unit) for v in values("先减到每周25公里", "amount")] == [("25公里", "公里")]
+    assert [v.text for v in values("客户那边时间变了，出发改到5月21号，24号回。", "date")] == ["5月21号", "24号"]
+    assert [v.text for v in values("新公司让我提前到7月8号入职。", "date")] == ["7月8号"]
+
+
+@pytest.mark.parametrize(("question", "older", "newer", "kept"), [
+    # the same words of the question, a newer value: the newer takes the older's rank
+    ("How many guests are we having?", "we're expecting around 120 guests", "the guest list has crept back up to 95 guests",
+     ["the guest list has crept back up to 95 guests", "an unrelated line about the cake"]),
+    # the newer names the older value beside its own
+    ("How much is the bike repair?", "they said the repair is £85", "oh and they called back, it's £110 with labour, not £85",
+     ["oh and they called back, it's £110 with labour, not £85", "an unrelated line about the cake"]),
+    # the same unit and a change: "she's up to 29 kg" after "weighs 27 kg"
+    ("How much does Biscuit weigh?", "she's 4 years old and weighs 27 kg", "also she's up to 29 kg already",
+     ["also she's up to 29 kg already", "an unrelated line about the cake"]),
+    ("每桌多少钱？", "酒店最后定了华尔道夫，每桌8888", "每桌价格也涨到9888了",
+     ["每桌价格也涨到9888了", "an unrelated line about the cake"]),
+])
+def test_the_latest_value_of_the_asked_thing_wins(question: str, older: str, newer: str, kept: list[str]) -> None:
+    hits = [_hit(older, 1, 0.8), _hit("an unrelated line about the cake", 2, 0.5), _hit(newer, 9, 0.4)]
+    out, stands = current_answers(question, hits)
+    assert [h.content for h in out] == kept
+    assert stands == {out[0].memory_id: 0.8}  # it stands at the score of the hit it replaced for the margin rule
+
+
+def test_values_of_other_things_and_questions_about_the_past_keep_every_line() -> None:
+    hits = [_hit("the bike repair is £85", 1, 0.8), _hit("my new helmet cost £60", 9, 0.6)]
+    assert current_answers("How much is the bike repair?", hits)[0] == hits  # the helmet is not the repair
+    hits = [_hit("I'm on 65k", 1, 0.8), _hit("and the new salary is 78k", 9, 0.6)]
+    assert current_answers("What was my salary before?", hits)[0] == hits
+    assert current_answers("Where do I work?", hits)[0] == hits
+
+
+def test_a_change_outdates_what_its_own_clause_is_about_only() -> None:
+    order = _hit("hi, I ordered running shoes from Stride last week, order number ST-40917", 1, 0.53)
+    later = _hit("Makes sense if you order often. also I upgraded to Stride Plus, £4.99 a month but returns are free", 5, 0.27)
+    assert [h.content for h in for_prompt([order, later])] == [order.content, later.content]
+    moved = _hit("Big news: I moved from Lyon to Paris last month, I live in Paris now", 5, 0.5)
+    lyon = _hit("I live in Lyon with my two cats", 1, 0.6)
+    assert [h.content for h in for_prompt([lyon, moved])] == [moved.content]
+    assert [h.content for h in for_prompt([lyon, moved], query="Where do I live now?")] == [moved.content]
+
+
+def test_a_change_the_question_does_not_ask_about_outdates_nothing() -> None:
+    dog = _hit("we just adopted a rescue greyhound called Biscuit", 1, 0.27)
+    vet = _hit("The vet called, they had to bump Biscuit to 5 June at 10:40", 9, 0.13)
+    assert [h.content for h in for_prompt([dog, vet])] == [vet.content]  # without the question: both name Biscuit
+    assert [h.content for h in for_prompt([dog, vet], query="What breed is my dog?")] == [dog.content, vet.content]
+    assert [h.content for h in for_prompt([dog, vet], query="When is Biscuit's vet appointment?")] == [vet.content]
+
+
+def test_a_number_before_chinese_is_its_own_token() -> None:
+    assert "入职" in tokenize("入职时间是7月15号") and "15" in tokenize("入职时间是7月15号")
+    assert "7月8号入职" not in tokenize("新公司让我提前到7月8号入职")
+    assert "7" in tokenize("新公司让我提前到7月8号入职")
+
+
+def test_a_possessive_is_the_word_it_belongs_to() -> None:
+    assert tokenize("What's my dentist's name?") == ["dentist", "name"]
+    assert tokenize("Biscuit’s vet, don't") == ["biscuit", "vet", "don't"]
+
+
+@pytest.fixture
+def planned(settings: Settings, embedder: Embedder) -> Iterator[Memory]:
+    mem = Memory(settings=settings, embedder=embedder)
+    turns = [
+        (0, "The wedding is on 14 June 2025 and we're expecting around 120 guests", "Lovely!"),
+        (3, "and the caterer is Fig & Thistle, they quoted £65 a head", "Noted."),
+        (9, "Fig & Thistle also put their price up to £72 a head", "That's a jump."),
+        (12, "so the guest list has crept back up to 95 guests", "Okay, 95 it is."),
+    ]
+    for day, user, reply in turns:
+        mem.add_turn(user, reply, user_id="dana", session_id=f"s{day}", created_at=T0 + timedelta(days=day))
+    mem.flush()
+    yield mem
+    mem.close()
+
+
+@pytest.mark.parametrize(("question", "current", "stale"), [
+    ("How many guests are we having?", "95", "120"),
+    ("How much is the caterer charging per head?", "£72", "£65"),
+])
+def test_recall_shows_the_value_last_given(planned: Memory, question: str, current: str, stale: str) -> None:
+    hits = recall(planned, question, user_id="dana", session_id="later", now=T0 + timedelta(days=30))
+    assert hits and current in hits[0].content
+    assert not any(stale in h.content and current not in h.content for h in hits)
