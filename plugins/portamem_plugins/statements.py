@@ -164,7 +164,9 @@ _ENGLISH: list[tuple[re.Pattern[str], str, bool, str]] = [
     (_en(r"\bi(?:'m| am)\s+(?:really\s+|now\s+|totally\s+|also\s+|big\s+)?(?:into|a (?:big |huge )?fan of|keen on|"
          r"crazy about|obsessed with|hooked on)\s+{P}{END}"), "preference", True, "preference"),
     (_en(r"^{P}\s+(?:is|are)\s+my\s+(?:new\s+)?(?:absolute\s+)?favou?rites?\b"), "preference", True, "preference"),
-    (_en(r"\bfrom\s+now\s+on,?\s+(?:i(?:'ll| will)?\s+(?:only\s+)?(?:have|eat|drink|take|go with|use|want)\s+)?{P}{END}"),
+    # "from now on, oat milk" (not "from now on I'm charging £55 an hour": a clause of its own, no thing liked)
+    (_en(r"\bfrom\s+now\s+on,?\s+(?:i(?:'ll| will)?\s+(?:only\s+)?(?:have|eat|drink|take|go with|use|want)\s+|"
+         r"(?!(?:i|i'm|i've|i'd|we|we're|we've|it|it's|they|you|he|she|the|my|our)\b)){P}{END}"),
      "preference", True, "preference"),
     (_en(r"^(?:only\s+)?{P}\s+from\s+now\s+on\b"), "preference", True, "preference"),
     # what the user owns
