@@ -197,17 +197,20 @@ class LLMSummarizer(_AskingPlugin):
 def ask_json(llm: Callable[[str], str], prompt: str, validate: Callable[[Any], str | None], retries: int,
              what: str) -> Any:
     """The model's answer parsed as strict JSON that ``validate`` accepts, asking again at most
-    ``retries`` times; None when every attempt failed (the caller falls back)."""
+    ``retries`` times, each time with what was wrong with the last answer; None when every attempt
+    failed (the caller falls back)."""
+    asking = prompt
     for attempt in range(retries + 1):
         try:
-            data = json.loads(llm(prompt))
+            data = json.loads(llm(asking))
         except (json.JSONDecodeError, TypeError) as exc:
-            log.warning("%s attempt %d: not JSON (%s)", what, attempt + 1, exc)
-            continue
-        problem = validate(data)
-        if problem is None:
-            return data
+            problem = f"not JSON ({exc})"
+        else:
+            problem = validate(data)
+            if problem is None:
+                return data
         log.warning("%s attempt %d: %s", what, attempt + 1, problem)
+        asking = f"{prompt}\n\nYour last answer was rejected: {problem}. Answer again with the JSON only."
     return None
 
 

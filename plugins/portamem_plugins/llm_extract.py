@@ -1,0 +1,138 @@
+"""An LLM statement extractor for production: the same ``portamem_extract`` hook as the rule extractor,
+its statements read by a model, checked against a strict JSON contract, asked again when the answer
+breaks it, and left to the rules when every attempt failed.
+
+Register it with ``memory.plugins.register(LLMExtractor(llm), name="llm_extract")`` where ``llm`` is any
+``llm(prompt) -> str`` (a LangChain chat model's ``lambda p: model.invoke(p).content``, an OpenAI
+client call). It runs before the rule extractor (``tryfirst``); its answer must be one JSON object::
+
+    {"statements": [{"attribute": "lives_in", "value": "Paris", "polarity": true,
+                     "previous": "Lyon", "when": "last month", "qualifier": null,
+                     "subject": "user", "kind": "identity", "text": "I moved from Lyon to Paris"}],
+     "acts": [{"text": "Big news!", "act": "smalltalk"}, ...]}
+
+``attribute`` is one of the rule extractor's named slots (``lives_in``, ``works_at``, ``occupation``,
+``diet``, ``name``, ``allergic_to``, ``has``, ``uses``, ``does``, ``knows``, ``preference``) or a short
+noun for another attribute ("budget", "flight date") with what it is of in ``qualifier`` ("kitchen
+renovation"); ``polarity`` false when it no longer holds ("I've gone off spicy food"); ``previous`` the
+value it says was replaced. ``text`` must be words of the message (the clause the statement was read
+from). ``acts`` labels each sentence statement / question / request / smalltalk; without it the rule
+acts are used. Entities come from the rule entity extractor and the model's values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from portamem import hookimpl
+from portamem.entities import extract_entities
+from portamem.pipeline import ACTS, Extraction, WriteContext
+from portamem.statements import MULTI_VALUED, NAMED, Statement
+
+from .acts import utterances
+from .classify import classify_kind
+from .summarize import MAX_CHARS, ask_json
+
+__all__ = ["LLMExtractor", "STATEMENT_KEYS"]
+
+#: the keys of one statement in the model's answer
+STATEMENT_KEYS = frozenset({"attribute", "value", "polarity", "previous", "when", "qualifier", "subject", "kind",
+                            "text"})
+_KINDS = frozenset({"identity", "preference", "fact"})
+_KIND_ORDER = ("identity", "preference", "fact")
+_ATTRIBUTE = re.compile(r"^[^\W\d_][\w ()'-]{0,60}$")
+_SPACE = re.compile(r"\s+")
+
+
+def _attribute(name: str) -> str:
+    """The slot name as the rule extractor writes it: lower case, one space, no "my"/"the"/"user's"."""
+    name = _SPACE.sub(" ", name.strip().lower().replace("-", " "))
+    for prefix in ("my ", "the ", "user's ", "users ", "我的"):
+        name = name.removeprefix(prefix)
+    named = name.replace(" ", "_")
+    return named if named in NAMED or named in MULTI_VALUED else name
+
+
+class LLMExtractor:
+    """A ``portamem_extract`` plugin around any ``llm(prompt) -> str`` (the module docstring)."""
+
+    PROMPT = (
+        "Read the user's message for long-term memory. List the atomic statements the user makes about "
+        "themselves or the things and people in their life, including changes: a new value replaces an old "
+        "one (give the old one as previous), and something that no longer holds has polarity false. "
+        "Questions, requests to the assistant, greetings, thanks and small talk state nothing. Use these "
+        "attributes where they fit: lives_in, works_at, occupation, diet, name, allergic_to, has, uses, "
+        "does, knows, preference (value: the thing liked, polarity false when disliked or given up); "
+        "otherwise a short noun for the attribute (budget, flight date, weight) and in qualifier what it "
+        "is of. subject is \"user\" or the name of the person, pet or thing the statement is about. kind is "
+        "identity, preference or fact. text is the clause of the message the statement was read from, "
+        "copied exactly. Also label each sentence with its act: statement, question, request or smalltalk. "
+        "Keep the user's language. Answer with JSON only, exactly "
+        '{{"statements": [{{"attribute": "...", "value": "...", "polarity": true, "previous": null, '
+        '"when": null, "qualifier": null, "subject": "user", "kind": "fact", "text": "..."}}], '
+        '"acts": [{{"text": "...", "act": "statement"}}]}}.\n\nMessage: {text}'
+    )
+
+    def __init__(self, llm: Callable[[str], str], retries: int = 2, max_chars: int = MAX_CHARS) -> None:
+        self.llm = llm
+        self.retries = retries
+        self.max_chars = max_chars
+
+    @staticmethod
+    def validate(data: Any) -> str | None:
+        """Why ``data`` breaks the contract, or None when it keeps it."""
+        if not isinstance(data, dict) or not {"statements"} <= set(data) <= {"statements", "acts"}:
+            return "expected the key 'statements' (and optionally 'acts') only"
+        if not isinstance(data["statements"], list):
+            return "statements must be a list"
+        for i, st in enumerate(data["statements"]):
+            if not isinstance(st, dict) or set(st) - STATEMENT_KEYS or not {"attribute", "value"} <= set(st):
+                return f"statement {i}: expected attribute, value and only the keys {sorted(STATEMENT_KEYS)}"
+            if not isinstance(st["attribute"], str) or not _ATTRIBUTE.match(st["attribute"].strip()):
+                return f"statement {i}: attribute must be a short name"
+            if not isinstance(st["value"], str) or not st["value"].strip():
+                return f"statement {i}: value must be non-empty text"
+            if not isinstance(st.get("polarity", True), bool):
+                return f"statement {i}: polarity must be true or false"
+            for key in ("previous", "when", "qualifier", "subject", "text"):
+                if st.get(key) is not None and not isinstance(st[key], str):
+                    return f"statement {i}: {key} must be text or null"
+            if st.get("kind") is not None and st["kind"] not in _KINDS:
+                return f"statement {i}: kind must be one of {sorted(_KINDS)}"
+        acts = data.get("acts", [])
+        if not isinstance(acts, list) or not all(
+                isinstance(a, dict) and set(a) == {"text", "act"} and isinstance(a["text"], str) and a["act"] in ACTS
+                for a in acts):
+            return f"acts must be a list of {{text, act}} with act one of {sorted(ACTS)}"
+        return None
+
+    def statements(self, text: str, data: dict[str, Any]) -> list[Statement]:
+        """The model's statements as ``Statement``s; a ``text`` that is not words of the message is
+        replaced by the message (a model's paraphrase is not what the user said)."""
+        out = []
+        for st in data["statements"]:
+            clause = (st.get("text") or "").strip()
+            out.append(Statement(
+                attribute=_attribute(st["attribute"]), value=st["value"].strip()[:200],
+                subject=(st.get("subject") or "user").strip() or "user",
+                qualifier=(st.get("qualifier") or "").strip().lower(), polarity=st.get("polarity", True),
+                previous=(st.get("previous") or "").strip() or None, when=(st.get("when") or "").strip() or None,
+                text=clause if clause and clause in text else text.strip(), kind=st.get("kind") or "fact"))
+        return out
+
+    @hookimpl(tryfirst=True)
+    def portamem_extract(self, text: str, context: WriteContext) -> Extraction | None:
+        data = ask_json(self.llm, self.PROMPT.format(text=text[: self.max_chars * 4]), self.validate, self.retries,
+                        "statements")
+        if data is None:
+            return None  # every attempt broke the contract: the rule extractor reads the text
+        statements = self.statements(text, data)
+        acts = [(a["text"], a["act"]) for a in data.get("acts", []) if a["text"].strip()]
+        kinds = {s.kind for s in statements}
+        entities = extract_entities(text)
+        entities += [s.value for s in statements if s.attribute in NAMED and s.value not in entities]
+        return Extraction(entities=entities, triples=[t for s in statements for t in s.triples()],
+                          kind=next((k for k in _KIND_ORDER if k in kinds), None) or classify_kind(text),
+                          statements=statements, utterances=acts or utterances(text))

@@ -1,0 +1,100 @@
+"""The LLM statement extractor: strict JSON, validated, asked again with what was wrong, the rules when
+every attempt failed; its statements reconcile like the rules' (a change the rules cannot read still
+supersedes)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from portamem import Memory, Settings
+from portamem.embeddings import Embedder
+from portamem.plugins import get_plugin_manager
+from portamem.records import Status
+from portamem.statements import statements_of
+from portamem_plugins.llm_extract import LLMExtractor
+
+LYON = {"statements": [{"attribute": "lives_in", "value": "Lyon", "polarity": True, "subject": "user",
+                        "kind": "identity", "text": "I live in Lyon"}],
+        "acts": [{"text": "I live in Lyon.", "act": "statement"}]}
+# a change the rule extractor does not read ("Paris is where I am based now" gives no rule statement)
+PARIS = {"statements": [{"attribute": "Lives-In", "value": "Paris", "polarity": True, "previous": "Lyon",
+                         "when": "now", "qualifier": None, "subject": "user", "kind": "identity",
+                         "text": "Paris is where I am based now"}],
+         "acts": [{"text": "Paris is where I am based now, Lyon is behind me.", "act": "statement"}]}
+QUESTION = {"statements": [], "acts": [{"text": "Where should I eat tonight?", "act": "question"}]}
+
+
+def _scripted(answers: dict[str, list[str]], prompts: list[str]) -> Callable[[str], str]:
+    """A model that answers each message with its scripted answers, in turn."""
+    queues = {k: iter(v) for k, v in answers.items()}
+
+    def llm(prompt: str) -> str:
+        prompts.append(prompt)
+        message = prompt.rsplit("Message: ", 1)[1].split("\n\nYour last answer was rejected")[0]
+        return next(queues[message])
+
+    return llm
+
+
+@pytest.mark.parametrize("bad", [
+    [], {"statements": {}}, {"statements": [], "extra": 1},
+    {"statements": [{"attribute": "lives_in"}]},  # no value
+    {"statements": [{"attribute": "", "value": "Paris"}]},
+    {"statements": [{"attribute": "lives_in", "value": "Paris", "polarity": "yes"}]},
+    {"statements": [{"attribute": "lives_in", "value": "Paris", "kind": "opinion"}]},
+    {"statements": [{"attribute": "lives_in", "value": "Paris", "confidence": 0.9}]},
+    {"statements": [], "acts": [{"text": "hi", "act": "greeting"}]},
+])
+def test_an_answer_that_breaks_the_contract_is_refused(bad: object) -> None:
+    assert LLMExtractor.validate(bad) is not None
+    assert LLMExtractor.validate(LYON) is None and LLMExtractor.validate(PARIS) is None
+
+
+@pytest.fixture
+def scripted(tmp_path, embedder: Embedder) -> Iterator[tuple[Memory, list[str]]]:  # type: ignore[no-untyped-def]
+    prompts: list[str] = []
+    llm = _scripted({
+        "I live in Lyon.": [json.dumps(LYON)],
+        # not JSON, then a statement without its value, then the contract: three attempts
+        "Paris is where I am based now, Lyon is behind me.": ["Sure! Here you go", json.dumps(
+            {"statements": [{"attribute": "lives_in"}]}), json.dumps(PARIS)],
+        "Where should I eat tonight?": [json.dumps(QUESTION)],
+        "I'm allergic to peanuts.": ["no"] * 3,
+    }, prompts)
+    pm = get_plugin_manager()
+    pm.register(LLMExtractor(llm), name="llm_extract")
+    mem = Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder, plugins=pm)
+    yield mem, prompts
+    mem.close()
+
+
+def test_the_models_statements_reconcile_as_the_rules_do(scripted: tuple[Memory, list[str]]) -> None:
+    mem, prompts = scripted
+    lyon = mem.save_memory("I live in Lyon.", user_id="u", wait=True)
+    paris = mem.save_memory("Paris is where I am based now, Lyon is behind me.", user_id="u", wait=True)
+    mem.flush()
+    assert [s.value for s in statements_of(mem.get_memory(paris.memory_id, user_id="u"))] == ["Paris"]
+    old = mem.get_memory(lyon.memory_id, user_id="u")
+    assert old.status is Status.SUPERSEDED and old.superseded_by == paris.memory_id
+    # the retries said what was wrong with the answer before
+    asked = [p for p in prompts if "Paris is where" in p]
+    assert len(asked) == 3 and "rejected: not JSON" in asked[1] and "value" in asked[2]
+
+
+def test_a_question_the_model_labels_is_not_stored_as_a_fact(scripted: tuple[Memory, list[str]]) -> None:
+    mem, _ = scripted
+    out = mem.add_turn("Where should I eat tonight?", "Try the bistro on Rue Cler.", user_id="u", session_id="s")
+    mem.flush()
+    assert not any("Where should I eat" in m.content for m in mem.list_memories(user_id="u")
+                   if m.type.value == "semantic") and out is not None
+
+
+def test_three_broken_answers_leave_the_text_to_the_rules(scripted: tuple[Memory, list[str]]) -> None:
+    mem, prompts = scripted
+    saved = mem.save_memory("I'm allergic to peanuts.", user_id="u", wait=True)
+    assert [p for p in prompts if "peanuts" in p].__len__() == 3
+    got = statements_of(mem.get_memory(saved.memory_id, user_id="u"))
+    assert [(s.attribute, s.value) for s in got] == [("allergic_to", "peanuts")]  # the rule extractor's reading
