@@ -31,6 +31,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)$")
 _ZH_TAGS = {"nr", "nrfg", "nrt", "ns", "nt", "nz"}
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 #: words jieba's dictionary tags as names or places that are everyday words in chat
+_ZH_NAMED = re.compile(r"(?:名叫|叫做|名字(?:是|叫)|[，,]\s*叫|取名(?:叫)?|起名(?:叫)?)\s*([\u4e00-\u9fff]{2,4}?)(?=[了啊呀吧呢哦]?(?:[，。！？,.!?\s]|$|[^\u4e00-\u9fff]))")
 _ZH_NOT_ENTITIES = frozenset("谢谢 拜拜 喝咖啡 喝茶 哈哈 呵呵 嘿嘿 老师 老板 宝贝 亲爱的 朋友 大家".split())
 
 
@@ -55,6 +56,9 @@ def extract_entities(text: str) -> list[str]:
         if words:
             found.append((m.end() - len(" ".join(words)), m.end(), " ".join(words)))
     if _CJK.search(text):
+        # a name the text gives ("一只橘猫，叫年糕", "名字叫小雨"): jieba tags everyday words used as names
+        # (年糕 is a rice cake) as nouns
+        found.extend((m.start(1), m.end(1), m.group(1)) for m in _ZH_NAMED.finditer(text))
         import rjieba
 
         pos = 0

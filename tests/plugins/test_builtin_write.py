@@ -45,6 +45,32 @@ def test_trigger_abstains_on_small_talk(text: str) -> None:
     assert triggers.portamem_write_trigger(text, CTX) is None
 
 
+@pytest.mark.parametrize("text", [
+    "She gets an upset tum with Harringtons so we've moved her onto Lily's Kitchen",
+    "so the guest list has crept back up to 95",
+    "we're not doing the Sunday lunch any more",
+    "年糕吃皇家的软便，改喂渴望了",
+    "疫苗往后挪到5月17号",
+])
+def test_a_reported_change_goes_to_long_term_memory_at_once(text: str) -> None:
+    vote = triggers.portamem_write_trigger(text, CTX)
+    assert vote is not None and "a change" in vote.reason and vote.strength >= triggers.LASTING
+
+
+@pytest.mark.parametrize("text", ["I moved the sofa a bit", "我换个说法"])
+def test_words_of_change_without_a_change_are_not_one(text: str) -> None:
+    vote = triggers.portamem_write_trigger(text, CTX)
+    assert vote is None or "a change" not in vote.reason
+
+
+def test_a_name_the_text_gives_in_chinese_is_an_entity() -> None:
+    from portamem.entities import extract_entities
+
+    assert extract_entities("我刚领养了一只橘猫，叫年糕🐱") == ["年糕"]
+    assert extract_entities("狗狗取名叫豆豆了") == ["豆豆"]
+    assert extract_entities("医生叫我少吃辣") == []  # "叫" as "tell": no name
+
+
 def test_explicit_vote_is_marked_explicit() -> None:
     assert triggers.portamem_write_trigger("Please remember I take my tea black.", CTX).explicit
     assert not triggers.portamem_write_trigger("I take my tea black, I really prefer it.", CTX).explicit
