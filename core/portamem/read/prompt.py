@@ -78,7 +78,7 @@ _CHANGE = re.compile(
     r"delayed|put back|brought forward|gone up|went up|crept up|up to|down to|dropped to|cut|no more|left|"
     r"went to|switched to|adjusted|tweaked|lost|these days|nowadays)\b"
     r"|现在|改成|改为|改到|换成|换了|不再|搬到|搬去|取消|推迟|提前|更新|其实|改了|调整|减到|加到|降到|提高到|涨到|改用|"
-    r"戒了|退了|已经不|变成", re.I)
+    r"戒了|退了|已经不|变成|这次|这回|转到|转网|换到|卖了|砍到|挪到|提了新|买了新|新买", re.I)
 
 
 def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: float = 0.0,
