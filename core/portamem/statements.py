@@ -94,7 +94,11 @@ _NO_LONGER = "no longer "
 #: the relation prefix of the value a statement says it replaced ("previously lives_in": Lyon)
 _PREVIOUSLY = "previously "
 _QUALIFIED = re.compile(r"^(?P<attribute>.+?) \((?P<qualifier>.*)\)$")
-_FILLER = frozenset("now still actually currently anymore any longer new old".split())
+_FILLER = frozenset("now still actually currently anymore any longer new old".split()) | frozenset(
+    # Chinese function words the segmenter keeps as words: two texts sharing 这个 or 已经 share no topic
+    "我 你 他 她 它 这个 那个 这些 那些 这样 那样 什么 怎么 怎样 哪 哪个 哪里 已经 还 还是 有 没 对 就 都 也 又 再 "
+    "最近 现在 一下 一点 一些 这次 这里 那里 个 说 想 要 会 能 可以 觉得 因为 所以 但是 然后 时候 真的 其实 "
+    "比较 有点 一直 应该 可能 自己 大家 今天 昨天 明天".split())
 
 
 def _stem(word: str) -> str:
