@@ -118,7 +118,16 @@ _ENGLISH: list[tuple[re.Pattern[str], str, bool, str]] = [
     (_en(r"{SUBJ}(?:quit|left|lost)\s+my\s+(?P<value>job|position)\b"), "works_at", False, "identity"),
     (_en(r"\bi(?:'m| am)\s+(?:now\s+|currently\s+|still\s+)?(?:a|an)\s+(?P<value>(?:[\w-]+\s+){0,2}?(?:"
          + _PROFESSIONS + r"))\b"), "occupation", True, "identity"),
+    (_en(r"\bi\s+(?:now\s+)?work\s+as\s+(?:a|an)\s+(?P<value>[\w -]{1,40}?)(?=\s+(?:at|for|with)\s+\S)"),
+     "occupation", True, "identity"),
     (_en(r"\bi\s+(?:now\s+)?work\s+as\s+(?:a|an)\s+{P}{END}"), "occupation", True, "identity"),
+    # "I work as a data analyst at Zalando", "Starting as a machine learning engineer at Delivery Hero"
+    (_en(r"(?:\bi\s+(?:now\s+)?work|\b(?:i(?:'m| am)\s+)?(?:starting|started|start)(?:\s+(?:a new job|work|my new job))?)"
+         r"\s+as\s+(?:a|an)\s+[\w -]{1,40}?\s+(?:at|for|with)\s+"
+         r"(?P<value>[A-Z][\w'&.-]*(?:\s+[A-Z&][\w'&.-]*){0,4})(?:{END}|(?=\s+(?:on|in|from|next|this)\b))"),
+     "works_at", True, "identity"),
+    (_en(r"(?:^|\b(?:i(?:'m| am)\s+|i'll be\s+))(?:starting|start)\s+as\s+(?:a|an)\s+(?P<value>[\w -]{1,40}?)"
+         r"(?=\s+(?:at|for|with|on|in|from|next)\b|{END})"), "occupation", True, "identity"),
     (_en(r"{SUBJ}(?:became|become|retrained as|qualified as|got promoted to)\s+(?:a|an)?\s*{P}{END}"), "occupation",
      True, "identity"),
     (_en(r"{SUBJ}(?P<value>retired)\b"), "occupation", True, "identity"),
@@ -233,6 +242,10 @@ def _attribute(phrase: str) -> tuple[str, str]:
 
 #: patterns whose value is a name: it must be written with a capital (the patterns ignore case)
 _NAMED = {i for i, (p, *_rest) in enumerate(_ENGLISH) if "[A-Z]" in p.pattern}
+#: patterns whose statement claims only its value's span: "work as a data analyst at Zalando" states the
+#: occupation (its own pattern) and, from "Zalando", the employer
+_VALUE_SPAN = {i for i, (p, attribute, *_rest) in enumerate(_ENGLISH)
+               if attribute == "works_at" and r"\s+as\s+(?:a|an)" in p.pattern}
 
 
 def _english(sentence: str) -> Iterator[tuple[int, int, Statement]]:
@@ -260,8 +273,9 @@ def _english(sentence: str) -> Iterator[tuple[int, int, Statement]]:
             qualifier = ""
             if attribute == "uses":  # "switched to oat milk": its slot is what it is (milk)
                 qualifier = value.split()[-1].lower()
-            yield m.start(), end, Statement(attribute, value, qualifier=qualifier, polarity=polarity,
-                                            previous=prev, when=when, kind=kind)
+            start = m.start("value") if i in _VALUE_SPAN else m.start()
+            yield start, end, Statement(attribute, value, qualifier=qualifier, polarity=polarity,
+                                        previous=prev, when=when, kind=kind)
     for pattern in _ATTRIBUTE_EN:
         for m in pattern.finditer(sentence):
             attribute, qualifier = _attribute(m.group("attr"))
@@ -334,8 +348,8 @@ _ATTRIBUTE_ZH = [
     _zh(r"把(?:我的|我们的)?(?P<attr>[\u4e00-\u9fff]{1,8}?)(?:从{PV})?(?:改成|改为|换成|调整为|调到|提高到|降到|增加到|改到)了?{V}{E}"),
     _zh(r"(?:^|[，,。])(?P<attr>[\u4e00-\u9fff]{1,6}?)(?:现在|已经|目前)(?:是|改成了?|改为|换成了?|变成了?|调整为|调到了?|涨到了?|"
         r"降到了?|定在){V}{E}"),
-    _zh(r"(?:^|[，,。])(?P<attr>[\u4e00-\u9fff]{1,6}?)(?:从{PV})?(?:改成了|改为了?|换成了|调整为|调到了|推迟到了?|提前到了?|"
-        r"改到了?){V}{E}"),
+    _zh(r"(?:^|[，,。])(?P<attr>[\u4e00-\u9fff]{1,6}?)(?:也|都|又|已经|只能|往后|往前|又往后)?(?:从{PV})?(?:改成了?|改为了?|换成了?|调整为|调到了?|"
+        r"推迟到了?|提前到了?|改到了?|挪到了?|涨到了?|降到了?|砍到了?|减到了?|加到了?|升级到了?){V}{E}"),
 ]
 
 
