@@ -95,7 +95,7 @@ class Settings:
     #: ``recall`` leaves out of a prompt the hits below this share of the best hit's score, and hits
     #: with less query evidence (vector, keyword, entity) than ``prompt_min_evidence``: filler lines
     #: cost tokens and mislead (tuned on the scenario suite's dev split, ``portamem eval scenarios``)
-    prompt_margin: float = 0.5
+    prompt_margin: float = 0.6
     prompt_min_evidence: float = 0.1
     #: ``{"mean": .., "std": ..}`` of the embedder's cosine between unrelated (query, passage) pairs,
     #: for a model ``portamem.read.calibration.CALIBRATIONS`` lacks (measure it with ``portamem calibrate``)
