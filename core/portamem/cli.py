@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from . import evaluation, scenarios
+from .scenarios import preload as preload_eval
 from .config import Settings
 from .connect import open_memory as _open
 from .connect import progress_bar as _progress
@@ -272,6 +273,8 @@ EVAL_DATASETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], C
                evaluation.add_eval_arguments, evaluation.run_eval),
     "scenarios": ("the scenario suite: top-1 right, answer and stale values in the prompt, prompt precision",
                   scenarios.add_arguments, scenarios.run),
+    "preload": ("task openings: what the task will need in its first prompt, searches per task",
+                preload_eval.add_arguments, preload_eval.run),
 }
 
 
@@ -282,7 +285,7 @@ def _add_eval(p: argparse.ArgumentParser) -> None:
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    """Measure retrieval: ``eval locomo FILE`` or ``eval scenarios``."""
+    """Measure retrieval: ``eval locomo FILE``, ``eval scenarios`` or ``eval preload``."""
     return EVAL_DATASETS[args.dataset][2](args)
 
 

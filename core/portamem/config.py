@@ -95,8 +95,15 @@ class Settings:
     #: ``recall`` leaves out of a prompt the hits below this share of the best hit's score, and hits
     #: with less query evidence (vector, keyword, entity) than ``prompt_min_evidence``: filler lines
     #: cost tokens and mislead (tuned on the scenario suite's dev split, ``portamem eval scenarios``)
-    prompt_margin: float = 0.6
+    prompt_margin: float = 0.5
     prompt_min_evidence: float = 0.1
+    #: a message that opens a task ("plan my business trip", "帮我订周五的餐厅") gets what the task will
+    #: need in its first prompt (``portamem_preload``: home city, seat preference, budget ...), found
+    #: by one search and marked as preloaded; at most ``preload_k`` memories, reused for the session's
+    #: next ``preload_turns`` recalls instead of searching again
+    preload: bool = True
+    preload_k: int = 4
+    preload_turns: int = 10
     #: ``{"mean": .., "std": ..}`` of the embedder's cosine between unrelated (query, passage) pairs,
     #: for a model ``portamem.read.calibration.CALIBRATIONS`` lacks (measure it with ``portamem calibrate``)
     vector_calibration: dict[str, float] | None = None
@@ -178,6 +185,8 @@ class Settings:
         if any(isinstance(getattr(self, b), bool) or not isinstance(getattr(self, b), int) or getattr(self, b) < 1
                for b in bounds):
             raise ConfigError(f"{', '.join(bounds)} must be integers >= 1")
+        if self.preload_k < 1 or self.preload_turns < 0:
+            raise ConfigError(f"preload_k must be >= 1 and preload_turns >= 0, got {self.preload_k}, {self.preload_turns}")
         if self.top_k > self.max_top_k:
             raise ConfigError(f"top_k ({self.top_k}) must not exceed max_top_k ({self.max_top_k})")
         if self.index_batch < 1 or self.search_wait_s < 0 or self.index_wait_s <= 0 or self.replica_budget_mb < 0 \

@@ -19,7 +19,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .pipeline import Extraction, GuardVerdict, Redaction, TriggerVote, WriteContext
+    from .pipeline import Extraction, GuardVerdict, Preload, Redaction, TriggerVote, WriteContext
     from .records import MemoryRecord, Turn
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "portamem_register_eviction_policies",
     "portamem_summarize_turns",
     "portamem_merge_statements",
+    "portamem_preload",
 ]
 
 hookspec = pluggy.HookspecMarker("portamem")
@@ -174,4 +175,21 @@ def portamem_merge_statements(older: MemoryRecord, newer: MemoryRecord, context:
     :param newer: the statement that supersedes it.
     :param context: whose memory it is and the settings.
     :return: the merged text, or None to pass.
+    """
+
+
+@hookspec
+def portamem_preload(message: str, settings: Settings) -> Preload | None:
+    """Say what a message that opens a task will need from memory before the user asks for it: "plan my
+    business trip next week" needs the home city, travel preferences, budget and loyalty numbers.
+
+    Called by ``recall`` on each message; every plugin's answer counts (their needs are merged, in
+    registration order). ``recall`` runs one search for all the needs together, puts the memories that
+    meet a need in the prompt (marked as preloaded) and reuses them for the next turns of the session
+    instead of searching again. The built-in rule engine (``portamem_plugins.preload``) knows travel,
+    purchases, scheduling and meals, in English and Chinese.
+
+    :param message: the user's message.
+    :param settings: the settings of the memory recalled from.
+    :return: a ``Preload`` (the task and its needs), or None when the message opens no task.
     """

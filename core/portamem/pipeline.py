@@ -9,7 +9,8 @@ from .config import Settings
 from .records import MemoryType, Source
 from .statements import Statement
 
-__all__ = ["WriteContext", "TriggerVote", "GuardVerdict", "Redaction", "Extraction", "GuardAction", "ACTS"]
+__all__ = ["WriteContext", "TriggerVote", "GuardVerdict", "Redaction", "Extraction", "GuardAction", "ACTS", "Need",
+           "Preload"]
 
 GuardAction = Literal["allow", "pending", "quarantine"]
 #: dialogue acts of ``Extraction.utterances``: only statements become memories (explicit asks to remember count
@@ -85,3 +86,25 @@ class Extraction:
     #: the text's sentences, each with its dialogue act (``ACTS``); empty when the extractor does not
     #: tell them apart. Questions, requests and small talk are not memories
     utterances: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Need:
+    """One thing a task will need from memory before the user asks for it: a name ("home city"), the
+    words that find it in either language ("live", "home", "住在"), and the statement relations that
+    hold it (``lives_in``)."""
+
+    name: str
+    words: tuple[str, ...]
+    relations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Preload:
+    """What a message that opens a task will need (``portamem_preload``): the task ("travel"), its needs,
+    most important first, and the one query that finds them, in the message's language ("where I live,
+    my seat and airline, loyalty numbers, budget, hotel and diet"; the needs' words when empty)."""
+
+    task: str
+    needs: tuple[Need, ...]
+    query: str = ""

@@ -13,7 +13,8 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError
-from .pipeline import Extraction, GuardVerdict, Redaction, TriggerVote, WriteContext
+from .config import Settings
+from .pipeline import Extraction, GuardVerdict, Need, Preload, Redaction, TriggerVote, WriteContext
 from .records import MemoryRecord, Turn
 
 __all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "Hooks", "RegisteredScorer", "BLOCK_ENV"]
@@ -28,6 +29,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("extractive_summary", "portamem_plugins.summarize"),
     ("guard", "portamem_plugins.guard"),
     ("pii_redaction", "portamem_plugins.redact"),
+    ("preload_rules", "portamem_plugins.preload"),
 )
 
 #: comma-separated plugin names that must not be loaded
@@ -166,6 +168,21 @@ class Hooks:
         return None if found is None else found[1]
 
     # ---------------------------------------------------------------- read path and lifecycle
+    def preload(self, message: str, settings: Settings) -> Preload | None:
+        """Every plugin's needs for the task ``message`` opens, merged (the first plugin's task names it),
+        or None when no plugin sees a task."""
+        plans = self._broadcast("portamem_preload", Preload, message=message, settings=settings)
+        if not plans:
+            return None
+        needs: dict[str, Need] = {}
+        for name, plan in plans:
+            for need in plan.needs:
+                if not isinstance(need, Need):
+                    raise PluginError(name, "portamem_preload", f"a need must be a Need, got {need!r}")
+                needs.setdefault(need.name, need)
+        query = "; ".join(dict.fromkeys(plan.query for _, plan in plans if plan.query))
+        return Preload(plans[0][1].task, tuple(needs.values()), query)
+
     def scorers(self) -> dict[str, RegisteredScorer]:
         """Retrieval scorers by name, each with the default weight its plugin offered (or None)."""
         return self._registry("portamem_register_scorers")  # type: ignore[return-value]

@@ -6,10 +6,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .entities import extract_entities, normalize_entity
+from .pipeline import Preload
+from .plugins import Hooks, get_plugin_manager
+from .read.preload import TASKS, pick, preload_query
 from .read.prompt import DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .records import SearchHit
 from .write.validation import check_id
@@ -57,7 +61,10 @@ def recall(
     now: datetime | None = None,
 ) -> list[SearchHit]:
     """Search for a prompt, dropping what the prompt already shows and what does not bear on the question
-    (``for_prompt``); the hits count as used.
+    (``for_prompt``); the hits count as used. A message that opens a task ("plan my business trip")
+    also gets what the task will need (``portamem.read.preload``): one more search, its hits after the
+    question's, marked as preloaded (``"preload"`` in ``found_by``), and reused by the session's next
+    recalls (``Settings.preload_turns``) without searching again.
 
     The read path keeps out memories whose text is in the session's working window or in ``shown``
     (messages the framework itself puts in front of the model), so the model does not read them twice.
@@ -69,14 +76,47 @@ def recall(
     end = getattr(memory, "end_idle_sessions", None)
     if end is not None:  # a conversation that ended before this one: what it said is long-term memory now
         end(user_id=user_id, now=now, keep=session_id, tenant_id=tenant_id)
-    if memory.settings.recall_gate and not needs_recall(
-            memory, query, user_id=check_id(memory.settings, "user_id", user_id), tenant_id=tenant_id):
+    settings = memory.settings
+    plan = _plan(memory, query) if settings.preload else None
+    if plan is None and settings.recall_gate and not needs_recall(
+            memory, query, user_id=check_id(settings, "user_id", user_id), tenant_id=tenant_id):
         return []
+    shown = list(shown)
+    filters = None if agent_id is None else {"agent_id": agent_id}
     hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
-                                window_session=session_id, shown=shown, touch=True, now=now,
-                                filters=None if agent_id is None else {"agent_id": agent_id})
-    return for_prompt(hits, margin=memory.settings.prompt_margin, min_evidence=memory.settings.prompt_min_evidence,
-                      query=query)
+                                window_session=session_id, shown=shown, touch=True, now=now, filters=filters)
+    hits = for_prompt(hits, margin=settings.prompt_margin, min_evidence=settings.prompt_min_evidence, query=query)
+    if not settings.preload:
+        return hits
+    task = (tenant_id, user_id, session_id, agent_id)
+    # the next turns of an open task read what it preloaded without searching again (also when they
+    # speak of the same task: "what time should I leave for the airport?" on a trip being planned)
+    reused = TASKS.reuse(memory, task) if session_id is not None else None
+    if plan is not None and (reused is None or reused[0] != plan.task):  # a task opens: one search for its needs
+        found = memory.search_memory(preload_query(plan), user_id=user_id, top_k=settings.preload_k * 4,
+                                     tenant_id=tenant_id, window_session=session_id, shown=shown, touch=True,
+                                     now=now, filters=filters)
+        preloaded = pick(plan, found, settings.preload_k)
+        if session_id is not None:
+            TASKS.open(memory, task, plan.task, preloaded, settings.preload_turns)
+    else:
+        preloaded = reused[1] if reused is not None else []
+    seen = {h.memory_id for h in hits}
+    return hits + [h for h in preloaded if h.memory_id not in seen]
+
+
+def _plan(memory: Memory, message: str) -> Preload | None:
+    """What the task ``message`` opens will need, from the memory's plugins (the default plugins for a
+    memory without its own, such as ``RemoteMemory``)."""
+    hooks = getattr(memory, "hooks", None)
+    if hooks is None:
+        hooks = _default_hooks()
+    return hooks.preload(message, memory.settings)
+
+
+@lru_cache(maxsize=1)
+def _default_hooks() -> Hooks:
+    return Hooks(get_plugin_manager())
 
 
 async def arecall(

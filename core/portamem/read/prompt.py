@@ -13,6 +13,7 @@ from ..records import MemoryRecord, SearchHit, from_iso, utcnow
 from ..statements import content_words
 from ..text import has_cjk
 from .current import current_answers
+from .preload import PRELOAD
 from .scoring import PRIORS
 
 __all__ = ["format_memories", "relative_age", "for_prompt", "DEFAULT_HEADER"]
@@ -66,6 +67,8 @@ def format_memories(
         if isinstance(replaced, dict) and isinstance(replaced.get("value"), str) and replaced["value"]:
             then = from_iso(replaced["at"]) if isinstance(replaced.get("at"), str) else None
             note += f", replaces \"{' '.join(replaced['value'].split())[:80]}\"" + (f" of {then:%Y-%m-%d}" if then else "")
+        if PRELOAD in hit.found_by:  # not asked for: what the task the message opened will need
+            note += ", preloaded for the task"
         lines.append(f"- [{ref}{when}, {r.source.value}, trust {r.trust.value}{note}] {content}")
     return "\n".join(lines)
 
