@@ -74,6 +74,14 @@ def test_the_latest_value_of_the_asked_thing_wins(question: str, older: str, new
     assert stands == {out[0].memory_id: 0.8}  # it stands at the score of the hit it replaced for the margin rule
 
 
+def test_a_line_with_a_value_of_the_asked_kind_comes_first() -> None:
+    swap = _hit("I want to swap them for a size 8, wait no scratch that, 7.5 should be enough", 3, 0.45)
+    ret = _hit("Return RMA-20931 created. Drop off at any InPost locker by 28 Feb.", 4, 0.30)
+    out, stands = current_answers("By when do I need to drop the shoes off?", [swap, ret])
+    assert [h.content for h in out] == [ret.content, swap.content] and stands == {}
+    assert current_answers("Which shoes did I order?", [swap, ret])[0] == [swap, ret]  # no value asked for
+
+
 def test_values_of_other_things_and_questions_about_the_past_keep_every_line() -> None:
     hits = [_hit("the bike repair is £85", 1, 0.8), _hit("my new helmet cost £60", 9, 0.6)]
     assert current_answers("How much is the bike repair?", hits)[0] == hits  # the helmet is not the repair

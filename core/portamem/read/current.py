@@ -6,7 +6,8 @@ guests", then "the guest list has crept back up to 95"), the latest one is what 
 it takes the rank of the best hit it outdates, and the older ones leave the prompt. This reads the
 question, so it also catches what the write path's statements missed (a value said in words the rule
 extractor does not know). A question about the past ("what was my old salary?", "以前住哪") keeps
-every value.
+every value. Lines that give a value of the asked kind come before lines that give none: "By when do I
+drop the shoes off?" is answered by the line with a date.
 
 Two hits are about the same thing when the clauses that hold their values share the question's words
 (the newer's shared words include the older's), or when both values carry the same unit and the newer
@@ -18,7 +19,7 @@ May import: the data model and the text helpers.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..records import SearchHit
@@ -142,10 +143,17 @@ def _replaces(newer: _Holder, older: _Holder) -> bool:
     return bool(older.said & newer.said) and bool(newer.said - older.said)
 
 
+def _holders_first(hits: list[SearchHit], holders: Mapping[str, object]) -> list[SearchHit]:
+    """The hits that give a value of the asked kind before those that give none ("when?" is answered
+    by a line with a date), each group in its order."""
+    return [h for h in hits if h.memory_id in holders] + [h for h in hits if h.memory_id not in holders]
+
+
 def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[SearchHit], dict[str, float]]:
-    """The hits without those a later hit outdates on the value the question asks for, in their order,
-    a current holder moved up to the rank of the best hit it outdates; and the score each moved hit
-    stands at for the prompt's margin rule (the best score it took the place of)."""
+    """The hits without those a later hit outdates on the value the question asks for, a current
+    holder moved up to the rank of the best hit it outdates, and the hits that give a value of the
+    asked kind before those that give none; and the score each moved hit stands at for the prompt's
+    margin rule (the best score it took the place of)."""
     kind = asked_kind(question)
     if kind is None or len(hits) < 2:
         return list(hits), {}
@@ -165,7 +173,7 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
         if newer:
             outdated[older.hit.memory_id] = max(newer, key=lambda n: n.hit.record.created_at).hit.memory_id
     if not outdated:
-        return list(hits), {}
+        return _holders_first(list(hits), holders), {}
     # follow a chain (120 -> 85 -> 95) to its end: the last holder takes every rank it replaced
     def last(memory_id: str) -> str:
         seen = set()
@@ -180,6 +188,7 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
         if rank[older_id] < rank[current]:
             rank[current] = rank[older_id]
         score[current] = max(score[current], score[older_id])
-    kept = sorted((h for h in hits if h.memory_id not in outdated), key=lambda h: (rank[h.memory_id], -h.score))
+    kept = _holders_first(sorted((h for h in hits if h.memory_id not in outdated),
+                                 key=lambda h: (rank[h.memory_id], -h.score)), holders)
     moved = {h.memory_id: score[h.memory_id] for h in kept if score[h.memory_id] > h.score}
     return kept, moved
