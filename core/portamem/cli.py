@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from . import evaluation, scenarios
+from .scenarios import habits as habits_eval
 from .scenarios import preload as preload_eval
 from .config import Settings
 from .connect import open_memory as _open
@@ -258,7 +259,8 @@ def _add_maintain(p: argparse.ArgumentParser) -> None:
 def cmd_maintain(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         report = mem.maintain(policy=args.policy)
-    print(f"evicted {len(report.evicted)}, purged {report.purged}, consolidated {len(report.consolidated)} groups")
+    print(f"evicted {len(report.evicted)}, purged {report.purged}, consolidated {len(report.consolidated)} groups, "
+          f"abstracted {len(report.abstracted)} habits")
     return 0
 
 
@@ -275,6 +277,8 @@ EVAL_DATASETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], C
                   scenarios.add_arguments, scenarios.run),
     "preload": ("task openings: what the task will need in its first prompt, searches per task",
                 preload_eval.add_arguments, preload_eval.run),
+    "habits": ("repeated behaviour: an abstract memory with its support, the top hit for the habit question",
+               habits_eval.add_arguments, habits_eval.run),
 }
 
 

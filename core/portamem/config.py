@@ -104,6 +104,12 @@ class Settings:
     preload: bool = True
     preload_k: int = 4
     preload_turns: int = 10
+    #: maintenance writes one abstract memory per habit it finds among a user's memories (at least
+    #: ``abstract_min_support`` close memories sharing words few others hold: "window seat, 8 of 10
+    #: similar memories"); ``portamem.lifecycle.abstraction``
+    abstract: bool = True
+    abstract_min_support: int = 3
+    abstract_similarity: float = 0.8
     #: ``{"mean": .., "std": ..}`` of the embedder's cosine between unrelated (query, passage) pairs,
     #: for a model ``portamem.read.calibration.CALIBRATIONS`` lacks (measure it with ``portamem calibrate``)
     vector_calibration: dict[str, float] | None = None
@@ -185,6 +191,9 @@ class Settings:
         if any(isinstance(getattr(self, b), bool) or not isinstance(getattr(self, b), int) or getattr(self, b) < 1
                for b in bounds):
             raise ConfigError(f"{', '.join(bounds)} must be integers >= 1")
+        if self.abstract_min_support < 2 or not 0.0 <= self.abstract_similarity <= 1.0:
+            raise ConfigError("abstract_min_support must be >= 2 and abstract_similarity in [0, 1], "
+                              f"got {self.abstract_min_support}, {self.abstract_similarity}")
         if self.preload_k < 1 or self.preload_turns < 0:
             raise ConfigError(f"preload_k must be >= 1 and preload_turns >= 0, got {self.preload_k}, {self.preload_turns}")
         if self.top_k > self.max_top_k:

@@ -15,7 +15,8 @@ from .pipeline import Preload
 from .plugins import Hooks, get_plugin_manager
 from .read.preload import TASKS, pick, preload_query
 from .read.prompt import DEFAULT_HEADER, for_prompt, format_memories, relative_age
-from .records import SearchHit
+from .errors import NotFoundError
+from .records import SearchHit, Status
 from .write.validation import check_id
 
 if TYPE_CHECKING:
@@ -85,7 +86,8 @@ def recall(
     filters = None if agent_id is None else {"agent_id": agent_id}
     hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now, filters=filters)
-    hits = for_prompt(hits, margin=settings.prompt_margin, min_evidence=settings.prompt_min_evidence, query=query)
+    hits = for_prompt(_with_abstracts(memory, hits, user_id, tenant_id), margin=settings.prompt_margin,
+                      min_evidence=settings.prompt_min_evidence, query=query)
     if not settings.preload:
         return hits
     task = (tenant_id, user_id, session_id, agent_id)
@@ -103,6 +105,26 @@ def recall(
         preloaded = reused[1] if reused is not None else []
     seen = {h.memory_id for h in hits}
     return hits + [h for h in preloaded if h.memory_id not in seen]
+
+
+def _with_abstracts(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id: str | None) -> list[SearchHit]:
+    """The hits, with the abstract memory of a member hit added right after it when the search did not
+    find it (``portamem.lifecycle.abstraction``: a habit stands for the memories it was derived from,
+    and ``for_prompt`` shows it in their place)."""
+    have = {h.memory_id for h in hits}
+    out: list[SearchHit] = []
+    for h in hits:
+        out.append(h)
+        into = h.record.metadata.get("abstracted_into")
+        if isinstance(into, str) and into not in have:
+            have.add(into)
+            try:
+                record = memory.get_memory(into, user_id=user_id, tenant_id=tenant_id)
+            except NotFoundError:
+                continue  # forgotten since
+            if record.status is Status.ACTIVE:
+                out.append(SearchHit(record, h.score, h.breakdown, (*h.found_by, "abstract")))
+    return out
 
 
 def _plan(memory: Memory, message: str) -> Preload | None:

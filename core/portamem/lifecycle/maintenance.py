@@ -1,5 +1,6 @@
 """Maintenance: decay eviction through the policy hooks, purge after grace, consolidation over capacity,
-and the scheduled maintainer that runs it (and the audit scan) in the background.
+abstraction of repeated memories, and the scheduled maintainer that runs it (and the audit scan) in
+the background.
 
 May import: everything below lifecycle (the data model, ``portamem.components``, storage, the write,
 background and read paths).
@@ -24,6 +25,7 @@ from ..filters import SearchFilters
 from ..read.usage import RetrievalLog
 from ..records import MemoryRecord, utcnow
 from ..write.batch import close_sessions
+from .abstraction import abstract
 from .forgetting import purge, soft_delete
 
 __all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb"]
@@ -39,6 +41,8 @@ class MaintenanceReport:
     consolidated: list[tuple[str, list[str]]] = field(default_factory=list)
     #: memories the audit scan flagged for review (scheduled runs only)
     audit_findings: int = 0
+    #: abstract memories written or updated (``portamem.lifecycle.abstraction``)
+    abstracted: list[str] = field(default_factory=list)
 
 
 def maintain(
@@ -66,9 +70,12 @@ def maintain(
             soft_delete(parts, victims, user_id=user_id, tenant_id=tenant_id, action="evict", actor="maintain",
                         now=now)
             report.evicted.extend(victims)
-        if len(pool) - len(victims) > parts.settings.pool_capacity:
-            survivors = [r for r in pool if r.memory_id not in set(victims)]
+        survivors = [r for r in pool if r.memory_id not in set(victims)]
+        if len(survivors) > parts.settings.pool_capacity:
             report.consolidated.extend(consolidate(parts, survivors, now=now))
+            merged = {m for _, ms in report.consolidated for m in ms}
+            survivors = [r for r in survivors if r.memory_id not in merged]
+        report.abstracted.extend(abstract(parts, survivors, user_id=user_id, tenant_id=tenant_id, now=now))
     report.purged = purge(parts, tenant_id, (now - timedelta(days=parts.settings.grace_days)).timestamp())
     return report
 

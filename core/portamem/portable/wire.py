@@ -164,12 +164,14 @@ def load_finding(data: dict[str, Any]) -> AuditFinding:
 
 def dump_report(report: MaintenanceReport) -> dict[str, Any]:
     return {"evicted": list(report.evicted), "purged": report.purged,
-            "consolidated": [[kept, list(merged)] for kept, merged in report.consolidated]}
+            "consolidated": [[kept, list(merged)] for kept, merged in report.consolidated],
+            "abstracted": list(report.abstracted)}
 
 
 def load_report(data: dict[str, Any]) -> MaintenanceReport:
     return MaintenanceReport(evicted=list(data["evicted"]), purged=int(data["purged"]),
-                             consolidated=[(k, list(m)) for k, m in data["consolidated"]])
+                             consolidated=[(k, list(m)) for k, m in data["consolidated"]],
+                             abstracted=list(data.get("abstracted", [])))
 
 
 # ---------------------------------------------------------------------- a search's candidate table

@@ -93,10 +93,11 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
     whose query evidence (vector, keyword, entity) is below ``min_evidence`` of its most, is left out
     (``Settings.prompt_margin``, ``prompt_min_evidence``; ``recall`` applies them)."""
     asked = content_words(query) if query else None
-    current = [h for h in hits if not any(_outdates(o, h, asked) for o in hits)]
-    stands: dict[str, float] = {}
+    current, stands = _abstracts_first([h for h in hits if not any(_outdates(o, h, asked) for o in hits)],
+                                       habit=bool(query and _ASKS_HABIT.search(query)))
     if query:
-        current, stands = current_answers(query, current)
+        current, moved = current_answers(query, current)
+        stands = {k: max(stands.get(k, 0.0), moved.get(k, 0.0)) for k in {*stands, *moved}}
     best = max((stands.get(h.memory_id, h.score) for h in current), default=0.0)
     return [h for h in current if stands.get(h.memory_id, h.score) >= margin * best
             and (h.memory_id in stands or _evidence(h) >= min_evidence)]
@@ -126,6 +127,38 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
         return False  # a change of something the question does not ask about ("bump the vet to 5 June")
     shared = said & content_words(o.content)
     return len(shared) >= 2 or any(len(w) >= 2 and has_cjk(w) for w in shared)
+
+
+#: a question about what the user usually does or prefers: an abstract memory answers it first
+_ASKS_HABIT = re.compile(r"\b(?:usually|normally|typically|generally|always|tend to|prefer|preference|favou?rite|"
+                         r"most often|habit|like best)\b|一般|通常|平时|总是|习惯|喜欢|偏好|最爱|常常|经常", re.I)
+
+
+def _abstracts_first(hits: list[SearchHit], *, habit: bool = False) -> tuple[list[SearchHit], dict[str, float]]:
+    """An abstract memory of the maintainer ("Habit: window, seat (8 of 10 similar memories ...)")
+    stands for its members: it takes the best rank and score among itself and the members it was
+    derived from, and they leave the prompt (its ``metadata["abstract"]["derived_from"]`` lists them).
+    For a question about what the user usually does or prefers (``habit``) abstract memories come first."""
+    head_of = {m: h.memory_id for h in hits for m in _members(h)}
+    if not head_of:
+        return hits, {}
+    if habit:
+        hits = [h for h in hits if _members(h)] + [h for h in hits if not _members(h)]
+    out: list[SearchHit] = []
+    stands: dict[str, float] = {}
+    by_id = {h.memory_id: h for h in hits}
+    for h in hits:
+        head = by_id[head_of[h.memory_id]] if h.memory_id in head_of else h
+        if head.memory_id not in stands:
+            out.append(head)
+        stands[head.memory_id] = max(stands.get(head.memory_id, 0.0), h.score)
+    return out, {k: v for k, v in stands.items() if v > by_id[k].score}
+
+
+def _members(hit: SearchHit) -> list[str]:
+    info = hit.record.metadata.get("abstract")
+    members = info.get("derived_from") if isinstance(info, dict) else None
+    return [m for m in members if isinstance(m, str)] if isinstance(members, list) else []
 
 
 def _evidence(hit: SearchHit) -> float:

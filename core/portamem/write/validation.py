@@ -210,7 +210,7 @@ def check_json(settings: Settings, name: str, value: Any, *, bounded: bool = Tru
 #: import (``imported_id``)
 RESERVED_METADATA_KEYS = frozenset({
     "guard", "pii_vault", "redactions", "trust", "trigger", "promote_to", "turns", "episode", "covers", "tool",
-    "merged_pending", "replaced", "imported_id",
+    "merged_pending", "replaced", "imported_id", "abstract", "abstracted_into",
 })
 
 
