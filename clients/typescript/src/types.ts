@@ -212,6 +212,8 @@ export interface MaintenanceReport {
   purged: number;
   /** [kept id, merged ids] */
   consolidated: Array<[string, string[]]>;
+  /** abstract memories written or updated (habits found among a user's repeated memories) */
+  abstracted: string[];
 }
 
 /**

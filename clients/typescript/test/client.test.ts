@@ -307,7 +307,8 @@ describe("tenant-wide operations", () => {
     await admin.saveMemory({ user_id: user, content: "The quarterly report is due on Friday." });
     assert.deepEqual(await admin.userIds(), [user]);
     const report = await admin.maintain();
-    assert.ok(Array.isArray(report.evicted) && typeof report.purged === "number" && Array.isArray(report.consolidated));
+    assert.ok(Array.isArray(report.evicted) && typeof report.purged === "number" && Array.isArray(report.consolidated)
+      && Array.isArray(report.abstracted));
     assert.equal(typeof (await admin.purgeDeleted({ older_than_days: 0 })), "number");
     assert.equal(await admin.reindex(), 1);
     await admin.flush({ timeout: 120 });
