@@ -391,6 +391,9 @@ class Memory:
         now = check.check_datetime("now", now)
         if policy is not None:
             check.check_id(self.settings, "policy", policy)
+            known = self.hooks.eviction_policies()
+            if policy not in known:  # refused before the indexer settles anything: a refusal changes nothing
+                raise ValidationError(f"unknown eviction policy {policy!r}; known: {sorted(known)}")
         self.indexer.flush(self.settings.index_wait_s)
         with self._lock:
             return maintain(self.parts, self.retrieval_log, now=now, policy=policy, tenant_id=tenant_id)
