@@ -14,7 +14,7 @@ from .entities import extract_entities, normalize_entity
 from .pipeline import Preload
 from .plugins import Hooks, get_plugin_manager
 from .read.preload import TASKS, pick, preload_query
-from .read.prompt import DEFAULT_HEADER, for_prompt, format_memories, relative_age
+from .read.prompt import ASKS_HABIT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
 from .records import SearchHit, Status
 from .write.validation import check_id
@@ -86,8 +86,9 @@ def recall(
     filters = None if agent_id is None else {"agent_id": agent_id}
     hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now, filters=filters)
-    hits = for_prompt(_with_abstracts(memory, hits, user_id, tenant_id), margin=settings.prompt_margin,
-                      min_evidence=settings.prompt_min_evidence, query=query)
+    if ASKS_HABIT.search(query):  # "what do I usually order?": the habit that stands for the hits found
+        hits = _with_abstracts(memory, hits, user_id, tenant_id)
+    hits = for_prompt(hits, margin=settings.prompt_margin, min_evidence=settings.prompt_min_evidence, query=query)
     if not settings.preload:
         return hits
     task = (tenant_id, user_id, session_id, agent_id)

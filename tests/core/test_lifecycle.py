@@ -127,3 +127,17 @@ def test_a_merged_statement_waits_until_the_attribute_is_named_again(memory: Mem
     assert memory.get_memory(old.memory_id, user_id="u1").superseded_by == new.memory_id
     found = [h.memory_id for h in memory.search_memory("What is my budget?", user_id="u1")]
     assert now.memory_id in found and new.memory_id not in found and old.memory_id not in found
+
+
+def test_a_candidate_of_an_ended_session_outlives_the_maintainer(memory: Memory) -> None:
+    """What the triggers kept from a conversation (working memory, waiting to be said twice) becomes
+    long-term memory when its session has ended, instead of decaying with the task half-life."""
+    memory.add_turn("we're giving her Harringtons dry food for now", "Good choice.", user_id="u1",
+                    session_id="monday", created_at=T0)
+    memory.flush()
+    kept = [r for r in memory.list_memories(user_id="u1") if "Harringtons" in r.content and r.type is MemoryType.WORKING]
+    assert kept, "the trigger keeps the sentence as a working-memory candidate"
+    memory.maintain(now=T0 + timedelta(days=30))  # the session ended long ago; a day's half-life would evict it
+    after = memory.get_memory(kept[0].memory_id, user_id="u1")
+    assert after.status is Status.ACTIVE and after.type is MemoryType.SEMANTIC
+    assert "promote" in [e["action"] for e in memory.history(kept[0].memory_id, user_id="u1")]

@@ -86,7 +86,7 @@ def habits(parts: Components, pool: list[MemoryRecord]) -> list[dict[str, Any]]:
         habit = [w for w, n in count.most_common() if n / len(group) >= _SHARE and n / held[w] >= _OWN]
         # the word the group owns most first ("window" before "seat" a train booking has too)
         habit = sorted(habit, key=lambda w: (-count[w] / held[w], -count[w]))[:_MAX_WORDS]
-        if not habit:
+        if len(habit) < 2:  # one shared word is a topic ("sister", "酒店"), a habit is a choice in a frame
             continue
         members = [records[j] for j in group if set(habit) <= words[j]]
         if len(members) < s.abstract_min_support:

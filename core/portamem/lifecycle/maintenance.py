@@ -23,12 +23,12 @@ from ..duplicates import is_duplicate
 from ..errors import ValidationError
 from ..filters import SearchFilters
 from ..read.usage import RetrievalLog
-from ..records import MemoryRecord, utcnow
+from ..records import MemoryRecord, MemoryType, utcnow
 from ..write.batch import close_sessions
 from .abstraction import abstract
 from .forgetting import purge, soft_delete
 
-__all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb"]
+__all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb", "promote_candidates"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,7 @@ def maintain(
         raise ValidationError(f"unknown eviction policy {policy!r}; known: {sorted(named)}")
     for user_id in parts.store.user_ids(tenant_id):
         close_sessions(parts, tenant_id, user_id, now=now, idle_s=parts.settings.session_idle_s)
+        promote_candidates(parts, tenant_id, user_id, now=now)
         pool = parts.store.list(tenant_id, user_id, SearchFilters())
         if policy is not None:
             victims = list(named[policy](pool, now, parts.settings))
@@ -78,6 +79,32 @@ def maintain(
         report.abstracted.extend(abstract(parts, survivors, user_id=user_id, tenant_id=tenant_id, now=now))
     report.purged = purge(parts, tenant_id, (now - timedelta(days=parts.settings.grace_days)).timestamp())
     return report
+
+
+def promote_candidates(parts: Components, tenant_id: str, user_id: str, *, now: datetime) -> list[str]:
+    """The working-memory candidates of the user's ended sessions become long-term memory of their kind
+    (``promote_to``): the session that could have said them a second time is over, and decay would
+    otherwise evict them with the task half-life (1 day) before the user asks. Their episodes hold
+    the same turns only in part."""
+    open_sessions = set(parts.store.session_ids(tenant_id, user_id))
+    rows = parts.store.list(tenant_id, user_id, SearchFilters(types=(MemoryType.WORKING,)))
+    ready = [r for r in rows if isinstance(r.metadata.get("promote_to"), str) and r.session_id not in open_sessions]
+    if not ready:
+        return []
+    for r in ready:
+        r.type = MemoryType(r.metadata.pop("promote_to"))
+        r.half_life_days = parts.settings.half_lives[r.kind if r.kind in parts.settings.half_lives else "fact"]
+        r.updated_at = now
+    with parts.store.transaction() as conn:
+        parts.store.update_each(conn, [{"memory_id": r.memory_id, "type": r.type.value, "metadata": r.metadata,
+                                        "half_life_days": r.half_life_days, "updated_at": now.timestamp(),
+                                        "indexed": 0} for r in ready])
+        parts.store.audit_many(conn, [{"action": "promote", "tenant_id": tenant_id, "user_id": user_id,
+                                       "memory_id": r.memory_id, "actor": "maintain",
+                                       "detail": {"session_ended": r.session_id, "type": r.type.value}}
+                                      for r in ready])
+    index_now(parts, ready)
+    return [r.memory_id for r in ready]
 
 
 def consolidate(parts: Components, pool: list[MemoryRecord], *, now: datetime) -> list[tuple[str, list[str]]]:

@@ -16,7 +16,7 @@ from .current import current_answers
 from .preload import PRELOAD
 from .scoring import PRIORS
 
-__all__ = ["format_memories", "relative_age", "for_prompt", "DEFAULT_HEADER"]
+__all__ = ["format_memories", "relative_age", "for_prompt", "DEFAULT_HEADER", "ASKS_HABIT"]
 
 DEFAULT_HEADER = "Relevant memories (id, date and age, source, trust), most relevant first:"
 
@@ -94,7 +94,7 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
     (``Settings.prompt_margin``, ``prompt_min_evidence``; ``recall`` applies them)."""
     asked = content_words(query) if query else None
     current, stands = _abstracts_first([h for h in hits if not any(_outdates(o, h, asked) for o in hits)],
-                                       habit=bool(query and _ASKS_HABIT.search(query)))
+                                       habit=bool(query and ASKS_HABIT.search(query)))
     if query:
         current, moved = current_answers(query, current)
         stands = {k: max(stands.get(k, 0.0), moved.get(k, 0.0)) for k in {*stands, *moved}}
@@ -130,20 +130,20 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
 
 
 #: a question about what the user usually does or prefers: an abstract memory answers it first
-_ASKS_HABIT = re.compile(r"\b(?:usually|normally|typically|generally|always|tend to|prefer|preference|favou?rite|"
+ASKS_HABIT = re.compile(r"\b(?:usually|normally|typically|generally|always|tend to|prefer|preference|favou?rite|"
                          r"most often|habit|like best)\b|一般|通常|平时|总是|习惯|喜欢|偏好|最爱|常常|经常", re.I)
 
 
 def _abstracts_first(hits: list[SearchHit], *, habit: bool = False) -> tuple[list[SearchHit], dict[str, float]]:
-    """An abstract memory of the maintainer ("Habit: window, seat (8 of 10 similar memories ...)")
-    stands for its members: it takes the best rank and score among itself and the members it was
-    derived from, and they leave the prompt (its ``metadata["abstract"]["derived_from"]`` lists them).
-    For a question about what the user usually does or prefers (``habit``) abstract memories come first."""
-    head_of = {m: h.memory_id for h in hits for m in _members(h)}
-    if not head_of:
+    """For a question about what the user usually does or prefers (``habit``), an abstract memory of the
+    maintainer ("Habit: window, seat (8 of 10 similar memories ...)") comes first and stands for its
+    members: it takes the best rank and score among itself and the members it was derived from, and
+    they leave the prompt (its ``metadata["abstract"]["derived_from"]`` lists them). Other questions
+    see the members as they are."""
+    head_of = {m: h.memory_id for h in hits for m in _members(h)} if habit else {}
+    if not head_of:  # another question may ask for what one member says ("how much per table?"): all stay
         return hits, {}
-    if habit:
-        hits = [h for h in hits if _members(h)] + [h for h in hits if not _members(h)]
+    hits = [h for h in hits if _members(h)] + [h for h in hits if not _members(h)]
     out: list[SearchHit] = []
     stands: dict[str, float] = {}
     by_id = {h.memory_id: h for h in hits}

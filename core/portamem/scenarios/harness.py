@@ -401,12 +401,14 @@ class _Run:
     counts: dict[str, int] = field(default_factory=lambda: {"question_turns": 0, "filler_turns": 0})
 
 
-def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder) -> _Run:
+def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, maintain: bool = False) -> _Run:
     path = tempfile.mkdtemp(prefix="portamem-scenario-")
     out = _Run()
     mem = Memory(settings=settings.replace(path=path), embedder=embedder)
     try:
         play(mem, scenario)
+        if maintain:  # as the scheduled maintainer would have by the time the questions come
+            mem.maintain(now=scenario.ask_at)
         records = mem.list_memories(user_id=scenario.user_id)
         base = {"split": scenario.split, "conversation": scenario.id, "lang": scenario.lang}
         for kind, which in (("question", [t for t in scenario.turns if t.only_asks]),
@@ -479,10 +481,13 @@ def evaluate_scenarios(
     embedder: Embedder | None = None,
     embedding_cache: str | Path | None = None,
     show_progress: bool = True,
+    maintain: bool = False,
 ) -> dict[str, Any]:
     """Play every conversation of ``split`` (``dev``, ``test`` or ``all``; or the file at ``path``)
     into a fresh store and judge the recall of each question; the report holds the figures per split,
-    language and question tag, every question's prompt lines, and the stored question and filler turns."""
+    language and question tag, every question's prompt lines, and the stored question and filler turns.
+    With ``maintain`` a maintenance run (eviction, promotion, consolidation, abstraction) comes at the
+    questions' time, as the scheduled maintainer's would."""
     if path is None and split not in (*SPLITS, "all"):
         raise ValidationError(f"split must be one of {[*SPLITS, 'all']}, got {split!r}")
     settings = settings or Settings.load()
@@ -498,7 +503,7 @@ def evaluate_scenarios(
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for name, scenarios in sets:
         for scenario in scenarios:
-            one = _run_one(scenario, settings, cached)
+            one = _run_one(scenario, settings, cached, maintain=maintain)
             rows += one.rows
             stored += one.stored
             tally = counts.setdefault((name, scenario.lang), {})
@@ -610,6 +615,8 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--failures", action="store_true",
                    help="also print each question that missed, with its prompt, and the stored question turns")
     p.add_argument("--json", action="store_true", help="print one JSON object (with every question's prompt)")
+    p.add_argument("--maintain", action="store_true",
+                   help="run maintenance at the questions' time first, as the scheduled maintainer would")
 
 
 def run(args: Any) -> int:
@@ -621,7 +628,7 @@ def run(args: Any) -> int:
         settings = settings.replace(embedder=args.embedder)
     report = evaluate_scenarios(args.split, path=args.scenarios, settings=settings,
                                 embedding_cache=args.embedding_cache,
-                                show_progress=not args.json or sys.stderr.isatty())
+                                show_progress=not args.json or sys.stderr.isatty(), maintain=args.maintain)
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
         return 0
