@@ -110,6 +110,20 @@ class Settings:
     abstract: bool = True
     abstract_min_support: int = 3
     abstract_similarity: float = 0.8
+    #: storage tiers (``portamem.lifecycle.tiers``), moved by maintenance: a memory unused for
+    #: ``warm_after_days`` (and at least that old) leaves the vector index for the warm tier (keyword
+    #: and entity indexes, vector on disk); one unused for ``cold_after_days`` and used at most
+    #: ``cold_max_access`` times moves to the compressed cold archive. Identity, preferences, keyed
+    #: and abstract memories stay hot, and a user's current statements never go cold, by age alone;
+    #: a warm memory used again comes back hot; a memory summed up by an abstract one goes warm once
+    #: unused for ``tier_abstracted_days``
+    tiers: bool = True
+    warm_after_days: float = 30.0
+    cold_after_days: float = 90.0
+    cold_max_access: int = 2
+    tier_abstracted_days: float = 7.0
+    #: a search's warm pass runs when the best hot hit scores below this (thin evidence)
+    warm_below: float = 0.35
     #: ``{"mean": .., "std": ..}`` of the embedder's cosine between unrelated (query, passage) pairs,
     #: for a model ``portamem.read.calibration.CALIBRATIONS`` lacks (measure it with ``portamem calibrate``)
     vector_calibration: dict[str, float] | None = None
@@ -194,6 +208,12 @@ class Settings:
         if self.abstract_min_support < 2 or not 0.0 <= self.abstract_similarity <= 1.0:
             raise ConfigError("abstract_min_support must be >= 2 and abstract_similarity in [0, 1], "
                               f"got {self.abstract_min_support}, {self.abstract_similarity}")
+        if not (0 < self.warm_after_days <= self.cold_after_days and self.tier_abstracted_days > 0
+                and isinstance(self.cold_max_access, int) and self.cold_max_access >= 0 and self.warm_below >= 0):
+            raise ConfigError("tiers need 0 < warm_after_days <= cold_after_days, tier_abstracted_days > 0, "
+                              f"cold_max_access >= 0 and warm_below >= 0; got {self.warm_after_days}, "
+                              f"{self.cold_after_days}, {self.tier_abstracted_days}, {self.cold_max_access}, "
+                              f"{self.warm_below}")
         if self.preload_k < 1 or self.preload_turns < 0:
             raise ConfigError(f"preload_k must be >= 1 and preload_turns >= 0, got {self.preload_k}, {self.preload_turns}")
         if self.top_k > self.max_top_k:

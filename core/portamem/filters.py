@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from .errors import ValidationError
-from .records import MemoryRecord, MemoryType, Source, Status, Trust, from_iso
+from .records import MemoryRecord, MemoryType, Source, Status, Tier, Trust, from_iso
 
 __all__ = ["SearchFilters", "for_agent"]
 
@@ -31,6 +31,13 @@ def _opt_str(name: str, value: Any) -> str | None:
     raise ValidationError(f"filter {name!r} must be a string, got {type(value).__name__}")
 
 
+def _tiers(value: Any) -> tuple[Tier, ...] | None:
+    tiers = _enum_tuple("tiers", Tier, value)
+    if tiers == ():
+        raise ValidationError("filter 'tiers' must name at least one tier (hot, warm, cold), or be left out")
+    return None if tiers is None else tuple(dict.fromkeys(tiers))
+
+
 @dataclass(frozen=True)
 class SearchFilters:
     """Restrictions applied before ranking. Every value is checked; unknown keys are an error."""
@@ -45,6 +52,10 @@ class SearchFilters:
     created_after: datetime | None = None
     created_before: datetime | None = None
     min_importance: float | None = None
+    #: storage tiers to search (``portamem.lifecycle.tiers``). None: the hot tier, and the warm one's
+    #: keyword and entity matches when the hot evidence is thin; listing and maintenance read hot
+    #: and warm. The cold tier is searched and listed only when named.
+    tiers: tuple[Tier, ...] | None = None
 
     @classmethod
     def coerce(cls, value: SearchFilters | Mapping[str, Any] | None) -> SearchFilters:
@@ -54,12 +65,13 @@ class SearchFilters:
             return value
         if not isinstance(value, Mapping):
             raise ValidationError(f"filters must be a mapping or SearchFilters, got {type(value).__name__}")
-        known = {f.name for f in fields(cls)} | {"type", "status", "source", "trust"}
+        known = {f.name for f in fields(cls)} | {"type", "status", "source", "trust", "tier"}
         unknown = set(value) - known
         if unknown:
             raise ValidationError(f"unknown filter keys {sorted(unknown)}; known: {sorted(known)}")
         v = dict(value)
-        for single, plural in (("type", "types"), ("status", "statuses"), ("source", "sources"), ("trust", "trusts")):
+        for single, plural in (("type", "types"), ("status", "statuses"), ("source", "sources"), ("trust", "trusts"),
+                               ("tier", "tiers")):
             if single in v:
                 v[plural] = v.pop(single)
         try:
@@ -80,6 +92,7 @@ class SearchFilters:
             created_after=created_after,
             created_before=created_before,
             min_importance=None if min_imp is None else float(min_imp),
+            tiers=_tiers(v.get("tiers")),
         )
 
     def admits(self, record: MemoryRecord) -> bool:
@@ -95,6 +108,7 @@ class SearchFilters:
             and (self.created_after is None or created > self.created_after.timestamp())
             and (self.created_before is None or created <= self.created_before.timestamp())
             and (self.min_importance is None or record.importance >= self.min_importance)
+            and (self.tiers is None or record.tier in self.tiers)
         )
 
     @property

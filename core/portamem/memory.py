@@ -10,6 +10,7 @@ import asyncio
 import functools
 import logging
 import threading
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,6 +33,8 @@ from .lifecycle.explain import explain as explain_record
 from .lifecycle.forgetting import purge, restore, soft_delete
 from .lifecycle.maintenance import Maintainer, MaintenanceReport, maintain
 from .lifecycle.reinforcement import refresh
+from .lifecycle.tiers import ColdLoader
+from .lifecycle.tiers import move as move_tier
 from .plugins import get_plugin_manager, Hooks
 from .portable.keys import Namespace, get_keyed, list_keyed
 from .portable.transfer import export_jsonl, import_jsonl
@@ -41,7 +44,7 @@ from .read.replica import VectorReader
 from .read.search import Retriever, Search
 from .read.trace import TraceEntry
 from .read.usage import RetrievalLog
-from .records import MemoryRecord, MemoryType, SearchHit, Source, Status, Trust, Turn, utcnow
+from .records import MemoryRecord, MemoryType, SearchHit, Source, Status, Tier, Trust, Turn, utcnow
 from .storage.actor import current_actor
 from .storage.sql import RecordStore
 from .storage.vectors import MilvusVectorIndex
@@ -125,6 +128,10 @@ class Memory:
         self.parts.queue = self.indexer
         self._search = Search(self.parts, self.retriever, self.retrieval_log, self._queued,
                               trust.trust_factors(settings.trust_factors))
+        #: cold memories a query names come back hot in the background (``portamem.lifecycle.tiers``)
+        self.cold_loader = ColdLoader(self.parts)
+        if settings.tiers:
+            self.retriever.on_cold = self.cold_loader.submit
         self._closed = False
         self.maintainer: Maintainer | None = None
         try:
@@ -157,6 +164,7 @@ class Memory:
             log.warning("closing with %d records not yet in the vector index", self.indexer.stats().pending)
         self._closed = True
         try:
+            self.cold_loader.stop()
             self.indexer.stop()
             self.retrieval_log.flush()
         finally:
@@ -193,6 +201,7 @@ class Memory:
         for vector search); ``IndexingTimeoutError`` after ``timeout`` seconds (the writes stay stored)."""
         self._check_open()
         self.indexer.flush(timeout)
+        self.cold_loader.flush()
 
     def stats(self) -> IndexStats:
         """How far the background indexer is behind: pending rows, the oldest one's age, indexed/s."""
@@ -290,8 +299,13 @@ class Memory:
         debug: bool | IO[str] = False,
         trace: list[TraceEntry] | None = None,
         touch: bool = False,
+        tiers: Sequence[str] | None = None,
     ) -> list[SearchHit]:
         """Hybrid search of one user's memories; each hit carries its score breakdown and provenance.
+
+        ``tiers`` (or ``filters["tiers"]``) names the storage tiers to search: by default the hot tier,
+        and the warm one's keyword and entity matches when the hot evidence is thin; ``("hot", "warm")``
+        scans the warm vectors too, and ``"cold"`` reads the user's archive (``portamem.lifecycle.tiers``).
 
         ``touch`` counts the hits as used (a model reads them, as ``recall``, the adapters' tools and the
         MCP tool do): their access count and last use move, off the search path, with the retrieval log's
@@ -308,6 +322,8 @@ class Memory:
         query = check.check_query(self.settings, query)
         k = check.check_top_k(self.settings, top_k)
         f = check.check_filters(self.settings, filters)
+        if tiers is not None:
+            f = replace(f, tiers=SearchFilters.coerce({"tiers": tiers}).tiers)
         if Status.QUARANTINED in f.statuses:
             raise ValidationError(
                 "quarantined memories are never searched or recalled; review them with "
@@ -333,6 +349,9 @@ class Memory:
         check.check_id(self.settings, "memory_id", memory_id)
         found = self.store.get(tenant_id, user_id, [memory_id])
         if memory_id not in found:
+            cold = self.store.cold_records(tenant_id, user_id, [memory_id])
+            if cold:
+                return cold[0]
             raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r} in tenant {tenant_id!r}")
         return found[memory_id]
 
@@ -352,7 +371,35 @@ class Memory:
         f = check.check_filters(self.settings, filters)
         limit = check.check_int("limit", limit, 0, check.MAX_ROWS, optional=True)
         offset = check.check_int("offset", offset, 0, check.MAX_ROWS)
-        return self.store.list(tenant_id, user_id, f, limit=limit, offset=offset)
+        if f.tiers is None or Tier.COLD not in f.tiers:
+            return self.store.list(tenant_id, user_id, f, limit=limit, offset=offset)
+        # the record store's tiers first, then the archive
+        rows = self.store.list(tenant_id, user_id, f) if set(f.tiers) - {Tier.COLD} else []
+        rows += [r for r in self.store.cold_records(tenant_id, user_id) if f.admits(r)]
+        return rows[offset:] if limit is None else rows[offset:offset + limit]
+
+    def set_tier(self, memory_ids: Sequence[str] | str, tier: str, *, user_id: str, tenant_id: str | None = None,
+                 now: datetime | None = None) -> list[str]:
+        """Move memories to a storage tier ("hot", "warm" or "cold"), audited; a cold memory comes back
+        from the archive whole. Keyed memories never go cold. Returns the ids that moved."""
+        self._check_open()
+        ids = check.check_memory_ids(self.settings, memory_ids, single=True)
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        target = SearchFilters.coerce({"tiers": [tier]}).tiers[0]  # type: ignore[index]
+        now = check.check_datetime("now", now) or utcnow()
+        self.indexer.flush(self.settings.index_wait_s)  # a row still under review moves once reviewed
+        with self._lock:
+            moved = move_tier(self.parts, tenant_id, user_id, ids, target, now=now, actor=current_actor.get(),
+                              reason="requested")
+        return [m.memory_id for m in moved]
+
+    def tier_counts(self, *, user_id: str | None = None, tenant_id: str | None = None) -> dict[str, int]:
+        """Active memories in the hot and warm tiers, and archived ones in the cold tier."""
+        self._check_open()
+        tenant_id = self._tenant(tenant_id)
+        user_id = None if user_id is None else self._user(user_id)
+        return self.store.tier_counts(tenant_id, user_id)
 
     def history(self, memory_id: str, *, user_id: str, tenant_id: str | None = None) -> list[dict[str, Any]]:
         """The audit trail of one memory: when and how it was written, changed and removed."""
@@ -377,7 +424,12 @@ class Memory:
         user_id = self._user(user_id)
         tenant_id = self._tenant(tenant_id)
         with self._lock:
-            self._owned(ids, user_id, tenant_id)
+            archived = [r.memory_id for r in self.store.cold_records(tenant_id, user_id, ids, vectors=False)]
+            if len(archived) < len(ids):
+                self._owned([m for m in ids if m not in archived], user_id, tenant_id)
+            if archived:  # out of the archive first, so the soft delete and its grace period apply as ever
+                move_tier(self.parts, tenant_id, user_id, archived, Tier.WARM, now=utcnow(),
+                          actor=current_actor.get(), reason="forget")
             return soft_delete(self.parts, ids, user_id=user_id, tenant_id=tenant_id, action="forget",
                                actor=current_actor.get())
 

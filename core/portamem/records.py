@@ -14,7 +14,9 @@ __all__ = [
     "Source",
     "Trust",
     "Status",
+    "Tier",
     "MemoryRecord",
+    "in_vector_index",
     "ScoreBreakdown",
     "SearchHit",
     "Turn",
@@ -54,6 +56,16 @@ class Status(str, Enum):
     DELETED = "deleted"
     #: replaced by a newer value of the same attribute (``superseded_by``); kept as history, never recalled
     SUPERSEDED = "superseded"
+
+
+class Tier(str, Enum):
+    """Where a memory lives (``portamem.lifecycle.tiers``): hot in the vector index and the replica;
+    warm in the keyword and entity indexes only, its vector on disk; cold out of the record store's
+    tables, in the compressed archive, searched only on request."""
+
+    HOT = "hot"
+    WARM = "warm"
+    COLD = "cold"
 
 
 #: trust a source gets when the caller does not say (DESIGN: system/tool high, user medium, web low)
@@ -134,6 +146,9 @@ class MemoryRecord:
     #: a keyed memory's namespace (labels joined by ".", "" for the root) and key; None for unkeyed ones
     key_namespace: str | None = None
     key: str | None = None
+    #: its storage tier, and when it last moved there (None: hot since it was written)
+    tier: Tier = Tier.HOT
+    tiered_at: datetime | None = None
 
     def to_dict(self, *, include_embedding: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -155,15 +170,21 @@ class MemoryRecord:
         if unknown:
             raise KeyError(f"unknown record fields: {sorted(unknown)}")
         kw = dict(data)
-        for key in ("created_at", "updated_at", "last_accessed_at", "deleted_at"):
+        for key in ("created_at", "updated_at", "last_accessed_at", "deleted_at", "tiered_at"):
             if key in kw:
                 kw[key] = from_iso(kw[key])
-        for key, enum in (("type", MemoryType), ("source", Source), ("trust", Trust), ("status", Status)):
+        for key, enum in (("type", MemoryType), ("source", Source), ("trust", Trust), ("status", Status),
+                           ("tier", Tier)):
             if key in kw:
                 kw[key] = enum(kw[key])
         if kw.get("triples") is not None:
             kw["triples"] = [list(t) for t in kw["triples"]]
         return cls(**kw)
+
+
+def in_vector_index(record: MemoryRecord) -> bool:
+    """Whether the vector index and the read replica hold this record: active and hot."""
+    return record.status is Status.ACTIVE and record.tier is Tier.HOT
 
 
 @dataclass(frozen=True)

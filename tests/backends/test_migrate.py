@@ -22,6 +22,8 @@ def _fill(settings: Settings, embedder) -> list[str]:  # type: ignore[no-untyped
         mem.forget_memory([ids[1]], user_id="ana")
         mem.add_turn("Where is the key?", "Under the blue flowerpot.", user_id="ana", session_id="s")
         mem.search_memory("bees", user_id="ana")
+        mem.set_tier(ids[8], "cold", user_id="ben")  # the cold archive travels too
+        mem.set_tier(ids[9], "warm", user_id="ben")
     return ids
 
 
@@ -40,12 +42,15 @@ def test_migrate_copies_everything_and_resumes(tmp_path: Path, backend: Backend,
         migrate(src.resolved_db_url, dst.resolved_db_url, batch=3, progress=stop_after_first)
     report = migrate(src.resolved_db_url, dst.resolved_db_url, batch=3)
     assert report.ok and report.resumed_after > 0
-    assert report.counts["memories"] == (10, 10) and report.counts["turns"] == (1, 1)
+    assert report.counts["memories"] == (9, 9) and report.counts["turns"] == (1, 1)
+    assert report.counts["memories_cold"] == (1, 1)
     assert report.counts["keyword_postings"][0] > 10 and all(report.checksums_match.values())
 
     with Memory(settings=dst, embedder=embedder) as mem:  # the destination index fills from the copies
         mem.flush()
-        assert mem.index.count() == 9
+        assert mem.index.count() == 7
+        assert mem.tier_counts(user_id="ben") == {"hot": 3, "warm": 1, "cold": 1}
+        assert mem.get_memory(ids[8], user_id="ben").content == FACTS[3]
         assert mem.search_memory("Where do my sister live?", user_id="ben")[0].memory_id == ids[6]
         assert mem.search_memory("乌龙茶", user_id="ana")[0].memory_id == ids[2]
         assert [t.user for t in mem.context(user_id="ana", session_id="s")] == ["Where is the key?"]
@@ -68,6 +73,6 @@ def test_migrate_command(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr("portamem.migration.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
     assert main(["migrate", str(tmp_path / "src"), str(tmp_path / "dst")]) == 0
     out = capsys.readouterr().out
-    assert "memories 10 = 10" in out and "indexed 9" in out
+    assert "memories 9 = 9" in out and "memories_cold 1 = 1" in out and "indexed 7" in out
     with Memory(settings=Settings(path=str(tmp_path / "dst")), embedder=embedder) as mem:
-        assert mem.store.count() == 10
+        assert mem.store.count() == 9

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..components import Components
 from ..errors import IndexingTimeoutError
-from ..records import MemoryRecord, Status, utcnow
+from ..records import MemoryRecord, Status, in_vector_index, utcnow
 from ..storage.claims import OutboxClaims
 from ..storage.schema import REVIEW, ts_of
 from ..storage.vectors import VectorHit
@@ -293,9 +293,9 @@ class Indexer:
             _vectors_of_changed(parts, [r for m, r in touched.items() if m not in batch_ids])
             # a changed row still waiting for its own turn in the outbox (no vector yet) stays there
             touched = {m: r for m, r in touched.items()
-                       if m in batch_ids or r.status is not Status.ACTIVE or not parts.needs_vector(r)}
-            upsert = [r for r in touched.values() if r.status is Status.ACTIVE]
-            gone = [m for m, r in touched.items() if r.status is not Status.ACTIVE]
+                       if m in batch_ids or not in_vector_index(r) or not parts.needs_vector(r)}
+            upsert = [r for r in touched.values() if in_vector_index(r)]
+            gone = [m for m, r in touched.items() if not in_vector_index(r)]
             if upsert:
                 parts.index.upsert(upsert)
             if gone:

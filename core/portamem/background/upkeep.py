@@ -14,7 +14,7 @@ from typing import Any
 from ..components import Components
 from ..errors import EmbeddingModelMismatchError
 from ..filters import SearchFilters
-from ..records import MemoryRecord, Status
+from ..records import MemoryRecord, Tier, in_vector_index
 from ..write.validation import SafeProgress
 
 __all__ = ["index_now", "reconcile", "repair", "reindex"]
@@ -29,10 +29,10 @@ def index_now(parts: Components, records: Sequence[MemoryRecord], deleted: Seque
     ready: list[MemoryRecord] = []
     later: list[MemoryRecord] = []
     for r in records:  # by identity: comparing records field by field made an import quadratic
-        (ready if r.status is not Status.ACTIVE or not parts.needs_vector(r) else later).append(r)
+        (ready if not in_vector_index(r) or not parts.needs_vector(r) else later).append(r)
     try:
-        active = [r for r in ready if r.status is Status.ACTIVE]
-        gone = list(deleted) + [r.memory_id for r in ready if r.status is not Status.ACTIVE]
+        active = [r for r in ready if in_vector_index(r)]
+        gone = list(deleted) + [r.memory_id for r in ready if not in_vector_index(r)]
         if active:
             parts.index.upsert(active)
         if gone:
@@ -42,7 +42,7 @@ def index_now(parts: Components, records: Sequence[MemoryRecord], deleted: Seque
         log.exception("vector index update failed; the records are safe and the indexer retries them")
         later = list(records)
     else:
-        parts.replica.apply(active, [r for r in ready if r.status is not Status.ACTIVE])
+        parts.replica.apply(active, [r for r in ready if not in_vector_index(r)])
         if deleted:
             parts.replica.forget(set(deleted))
     if later:
@@ -71,7 +71,7 @@ def repair(parts: Components) -> None:
     noted index writes it never applied (``MilvusVectorIndex.recovering``). Runs in the indexer."""
     with parts.lock:
         recovering = getattr(parts.index, "recovering", False)
-        if not recovering and parts.index.count() == parts.store.count(filters=SearchFilters()) \
+        if not recovering and parts.index.count() == parts.store.count(filters=SearchFilters(tiers=(Tier.HOT,))) \
                 and not parts.store.outbox_size():
             return
         log.warning("vector index disagrees with the records; repairing")

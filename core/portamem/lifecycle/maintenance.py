@@ -23,12 +23,13 @@ from ..duplicates import is_duplicate
 from ..errors import ValidationError
 from ..filters import SearchFilters
 from ..read.usage import RetrievalLog
-from ..records import MemoryRecord, MemoryType, utcnow
+from ..records import MemoryRecord, MemoryType, Tier, utcnow
 from ..write.batch import close_sessions
 from .abstraction import abstract
 from .forgetting import purge, soft_delete
+from .tiers import move, plan
 
-__all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb", "promote_candidates"]
+__all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb", "promote_candidates", "retier"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ class MaintenanceReport:
     audit_findings: int = 0
     #: abstract memories written or updated (``portamem.lifecycle.abstraction``)
     abstracted: list[str] = field(default_factory=list)
+    #: memories moved between storage tiers, by the tier they moved to (``portamem.lifecycle.tiers``)
+    tiered: dict[str, list[str]] = field(default_factory=dict)
 
 
 def maintain(
@@ -77,8 +80,23 @@ def maintain(
             merged = {m for _, ms in report.consolidated for m in ms}
             survivors = [r for r in survivors if r.memory_id not in merged]
         report.abstracted.extend(abstract(parts, survivors, user_id=user_id, tenant_id=tenant_id, now=now))
+        if parts.settings.tiers:
+            for target, moved in retier(parts, tenant_id, user_id, now=now).items():
+                report.tiered.setdefault(target.value, []).extend(moved)
     report.purged = purge(parts, tenant_id, (now - timedelta(days=parts.settings.grace_days)).timestamp())
     return report
+
+
+def retier(parts: Components, tenant_id: str, user_id: str, *, now: datetime) -> dict[Tier, list[str]]:
+    """Make the tier moves ``portamem.lifecycle.tiers.plan`` finds among the user's memories."""
+    planned = plan(parts.store.list(tenant_id, user_id, SearchFilters()), now, parts.settings)
+    out: dict[Tier, list[str]] = {}
+    for target in Tier:
+        chosen = {m.memory_id: m.reason for m in planned if m.target is target}
+        if chosen:
+            made = move(parts, tenant_id, user_id, list(chosen), target, now=now, actor="maintain", reason=chosen)
+            out[target] = [m.memory_id for m in made]
+    return out
 
 
 def promote_candidates(parts: Components, tenant_id: str, user_id: str, *, now: datetime) -> list[str]:

@@ -36,7 +36,7 @@ from ..background.upkeep import index_now
 from ..components import Components
 from ..errors import ImportFormatError, PortamemError, StoreError, ValidationError
 from ..filters import SearchFilters
-from ..records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, Source, Status, Turn, from_iso, utcnow
+from ..records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, Source, Status, Tier, Turn, from_iso, utcnow
 from ..write import validation as check
 from ..write.privacy import redact_turn
 from ..write.save import screen, stricter, write_context
@@ -87,6 +87,8 @@ def _export_lines(
 ) -> tuple[int, Iterator[tuple[str, bytes]]]:
     statuses = tuple(Status) if include_deleted else (Status.ACTIVE, Status.PENDING, Status.QUARANTINED)
     records = parts.store.list(tenant_id, user_id, SearchFilters(statuses=statuses))
+    # the cold tier travels too, marked cold (an import puts it back in the archive)
+    records += [r for r in parts.store.cold_records(tenant_id, user_id) if r.status in statuses]
     owners = sorted({r.user_id for r in records} | ({user_id} if user_id else set()))
     turns = [{"tenant_id": tenant_id, "user_id": uid, "session_id": sid, "user": t.user, "assistant": t.assistant,
               "created_at": t.created_at.isoformat(), "metadata": t.metadata}
@@ -207,7 +209,8 @@ def import_jsonl(
         with parts.store.transaction() as conn:
             for (tenant, user), ids in replaced.items():
                 parts.store.purge(conn, ids, tenant_id=tenant, user_id=user)
-            parts.store.insert(conn, records)
+            parts.store.insert(conn, [r for r in records if r.tier is not Tier.COLD])
+            parts.store.archive(conn, [r for r in records if r.tier is Tier.COLD], archived_at=utcnow().timestamp())
             for scope, turn in turns:
                 parts.store.add_turn(conn, *scope, turn)
             parts.store.audit_many(
@@ -428,7 +431,7 @@ def _record(parts: Components, raw: Any, tenant_id: str | None, trusted: bool) -
     check.check_int("frequency", rec.frequency, 1)
     if rec.kind is not None and rec.kind not in s.half_lives:
         raise ValidationError(f"kind must be one of {sorted(s.half_lives)}, got {rec.kind!r}")
-    for name in ("created_at", "updated_at", "last_accessed_at", "deleted_at"):
+    for name in ("created_at", "updated_at", "last_accessed_at", "deleted_at", "tiered_at"):
         check.check_datetime(name, getattr(rec, name), optional=name not in ("created_at", "updated_at"))
     if not trusted:
         # the file may hold a record back, never release it or raise its trust

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -20,7 +20,7 @@ import numpy as np
 from ..entities import extract_entities, normalize_entity
 from ..errors import ValidationError
 from ..filters import SearchFilters
-from ..records import MemoryRecord
+from ..records import MemoryRecord, Tier
 from ..storage.keywords import BM25_B, BM25_K1
 from ..storage.schema import keyword_text
 from ..storage.sql import RecordStore
@@ -94,6 +94,9 @@ def _merge_queued(hits: list[tuple[str, float]], queued: Mapping[str, np.ndarray
 class CandidateFinder:
     """Finds and scores a search's candidates in one record store and one vector index."""
 
+    #: told (tenant, user, ids) when a query names what only the cold tier holds (``Memory`` loads them)
+    on_cold: Callable[[str, str, list[str]], None] | None = None
+
     def __init__(self, store: RecordStore, index: MilvusVectorIndex, embed_query: Callable[[str], np.ndarray],
                  calibration: Calibration | None = None) -> None:
         self.store = store
@@ -114,34 +117,55 @@ class CandidateFinder:
         k: int,
         sources: Sequence[str] = SOURCES,
         queued: Mapping[str, np.ndarray] | None = None,
+        generate: Sequence[str] | None = None,
     ) -> dict[str, Candidate]:
         """The union of each source's top ``k``, every member scored by every requested source.
 
         A memory that one retriever found and another did not rank in its top ``k`` still gets that
         retriever's score, so the merge never mistakes "not in the list" for "no match". ``queued``:
         vectors of the user's rows not in the index yet (``portamem.background.queued``), scored exactly beside it.
+        ``generate``: the retrievers that propose candidates (default: ``sources``; the others only score).
+
+        ``filters.tiers`` (``portamem.lifecycle.tiers``): the vector index holds the hot tier; a warm
+        tier named there is scanned on disk, a cold one read from the archive. A query naming an
+        entity that only the cold tier holds is reported to ``on_cold`` (a background load).
         """
         if isinstance(sources, str) or not sources or set(sources) - set(SOURCES):
             raise ValidationError(f"sources must be a non-empty list drawn from {list(SOURCES)}, got {sources!r}")
+        gen = set(sources if generate is None else generate) & set(sources)
+        tiers = filters.tiers
         found: dict[str, Candidate] = {}
 
         def add(memory_id: str, name: str) -> None:
             found.setdefault(memory_id, Candidate(memory_id)).found_by.add(name)
 
         qvec = None
+        vector_hits: list[tuple[str, float]] = []
         if "vector" in sources:
             qvec = np.asarray(self.embed_query(query), dtype=np.float32)
-            if filters.index_only_active:
-                vector_hits = [(h.memory_id, h.score) for h in self.index.search(tenant_id, user_id, qvec, k, filters)]
-            else:  # statuses the index does not hold: exact scan of the stored vectors
-                vector_hits = self._scan(qvec, tenant_id, user_id, filters, k)
+        if qvec is not None and "vector" in gen:
+            if tiers is None or Tier.HOT in tiers:
+                if filters.index_only_active:
+                    vector_hits = [(h.memory_id, h.score)
+                                   for h in self.index.search(tenant_id, user_id, qvec, k, filters)]
+                else:  # statuses the index does not hold: exact scan of the stored vectors
+                    vector_hits = self._scan(qvec, tenant_id, user_id, filters, k)
+            if tiers is not None and Tier.WARM in tiers and filters.index_only_active:  # the warm vectors on disk
+                vector_hits = sorted(vector_hits + self._scan(qvec, tenant_id, user_id,
+                                                              replace(filters, tiers=(Tier.WARM,)), k),
+                                     key=lambda hit: -hit[1])[:k]
             if queued:
                 vector_hits = _merge_queued(vector_hits, queued, qvec, k)
             for memory_id, _ in vector_hits:
                 add(memory_id, "vector")
-        if "keyword" in sources:
+        if "keyword" in gen:
             for memory_id, _ in self.store.keyword_search(tenant_id, user_id, query, filters, k):
                 add(memory_id, "keyword")
+        cold: dict[str, MemoryRecord] = {}
+        if tiers is not None and Tier.COLD in tiers:
+            for memory_id, (record, by) in self._cold(query, qvec, tenant_id, user_id, filters, k, gen).items():
+                cold[memory_id] = record
+                found.setdefault(memory_id, Candidate(memory_id)).found_by.update(by)
         query_entities = extract_entities(query) if "entity" in sources else []
         n_user = self.store.user_count(tenant_id, user_id)
         entity_weights: dict[str, float] = {}
@@ -152,18 +176,27 @@ class CandidateFinder:
             unheld = [e for e in query_entities if not df.get(e)]
             # an entity held by more memories than we rank cannot single any of them out
             selective = [e for e in query_entities if 0 < df.get(e, 0) <= 4 * k]
-            for memory_id, _ in self.store.entity_search(tenant_id, user_id, selective, filters, k):
-                add(memory_id, "entity")
+            if "entity" in gen:
+                for memory_id, _ in self.store.entity_search(tenant_id, user_id, selective, filters, k):
+                    add(memory_id, "entity")
+            if unheld and not cold and self.on_cold is not None and (tiers is None or Tier.COLD not in tiers):
+                archived = self.store.cold_entity_ids(tenant_id, user_id, unheld)
+                if archived:  # named, and only the cold tier holds it: loaded for the next searches
+                    self.on_cold(tenant_id, user_id, archived)
         if not found:
             return found
         # the store re-checks tenant, user and filters: the index is never trusted for isolation
-        records = self.store.get(tenant_id, user_id, list(found), vectors=False)
+        records = self.store.get(tenant_id, user_id, [m for m in found if m not in cold], vectors=False)
+        records.update(cold)
         for memory_id in list(found):
             record = records.get(memory_id)
             if record is None or not filters.admits(record):
                 del found[memory_id]
             else:
                 found[memory_id].record = record
+        for memory_id, record in cold.items():
+            if memory_id in found and record.embedding is not None and record.embedding_model == self.index.model:
+                found[memory_id].vector = np.asarray(record.embedding, dtype=np.float32)
         for memory_id, vec in (queued or {}).items():
             if memory_id in found:
                 found[memory_id].vector = vec
@@ -271,6 +304,33 @@ class CandidateFinder:
             held = {normalize_entity(e) for e in cand.record.entities}
             matched = sum(w for e, w in weights.items() if e in held)
             cand.components["entity"] = matched / total if total > 0 else 0.0
+
+    def _cold(self, query: str, qvec: np.ndarray | None, tenant_id: str, user_id: str, filters: SearchFilters,
+              k: int, generate: Collection[str]) -> dict[str, tuple[MemoryRecord, set[str]]]:
+        """The cold tier's candidates: the archive of the user read whole (a search that asked for it),
+        each retriever's top ``k`` among the records the filters admit, with their vectors attached."""
+        records = [r for r in self.store.cold_records(tenant_id, user_id) if filters.admits(r)]
+        if not records:
+            return {}
+        picked: dict[str, set[str]] = {}
+        if qvec is not None and "vector" in generate:
+            usable = [r for r in records if r.embedding is not None and r.embedding_model == self.index.model]
+            if usable:
+                cos = np.asarray([r.embedding for r in usable], dtype=np.float32) @ qvec
+                for i in np.argsort(-cos)[:k]:
+                    picked.setdefault(usable[i].memory_id, set()).add("vector")
+        tokens = set(tokenize(query))
+        if tokens and "keyword" in generate:
+            overlap = [(sum(1 for t in tokens if _term_counts(keyword_text(r))[t]), r.memory_id) for r in records]
+            for n, memory_id in sorted(overlap, key=lambda x: -x[0])[:k]:
+                if n:
+                    picked.setdefault(memory_id, set()).add("keyword")
+        wanted = {normalize_entity(e) for e in extract_entities(query)} if "entity" in generate else set()
+        if wanted:
+            for r in records:
+                if wanted & {normalize_entity(e) for e in r.entities}:
+                    picked.setdefault(r.memory_id, set()).add("entity")
+        return {r.memory_id: (r, picked[r.memory_id]) for r in records if r.memory_id in picked}
 
     def _scan(
         self, qvec: np.ndarray, tenant_id: str, user_id: str, filters: SearchFilters, k: int

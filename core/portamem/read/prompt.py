@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..records import MemoryRecord, SearchHit, from_iso, utcnow
+from ..records import SearchHit, from_iso, utcnow
 from ..statements import content_words
 from ..text import has_cjk
 from .current import current_answers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import IO, Any
 
@@ -17,7 +18,7 @@ import numpy as np
 from ..components import Components
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
-from ..records import SearchHit, Trust
+from ..records import SearchHit, Tier, Trust
 from .candidates import SOURCES, Candidate, CandidateFinder
 from .prompt import format_memories
 from .scoring import rank
@@ -83,32 +84,52 @@ class Search:
                 window.append(f"{turn.user}\n{turn.assistant}")
         # read-your-writes: the user's rows not indexed yet are scored as they stand
         queued = self.queued(tenant_id, user_id, filters) if "vector" in sources else None
+        # the hot tier first; the warm tier's keyword and entity matches when its evidence is thin
+        tiered = filters.tiers is None and s.tiers
+        first = replace(filters, tiers=(Tier.HOT,)) if tiered else filters
         candidates = self.retriever.candidates(
-            query, tenant_id=tenant_id, user_id=user_id, filters=filters, k=max(s.candidate_k, k), sources=sources,
+            query, tenant_id=tenant_id, user_id=user_id, filters=first, k=max(s.candidate_k, k), sources=sources,
             queued=queued,
         )
         registered = self.parts.hooks.scorers()
         if trace is None and debug:
             trace = []
-        hits = self.retriever.rank(
-            query,
-            candidates,
-            tenant_id=tenant_id,
-            user_id=user_id,
-            weights=weights if weights is not None else {
-                **{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
-            now=now,
-            top_k=k,
-            min_score=s.min_score,
-            scorers=[r.fn for r in registered.values()],
-            settings=s,
-            window=window,
-            duplicate_cosine=s.dedupe_threshold,
-            trace=trace,
-            trust_factor=self.trust_factors,
-            unknown_entity_penalty=s.unknown_entity_penalty,
-            dedupe=s.dedupe,
-        )
+
+        def ranked(found: dict[str, Candidate], trace: list[TraceEntry] | None) -> list[SearchHit]:
+            return self.retriever.rank(
+                query,
+                found,
+                tenant_id=tenant_id,
+                user_id=user_id,
+                weights=weights if weights is not None else {
+                    **{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
+                now=now,
+                top_k=k,
+                min_score=s.min_score,
+                scorers=[r.fn for r in registered.values()],
+                settings=s,
+                window=window,
+                duplicate_cosine=s.dedupe_threshold,
+                trace=trace,
+                trust_factor=self.trust_factors,
+                unknown_entity_penalty=s.unknown_entity_penalty,
+                dedupe=s.dedupe,
+            )
+
+        hits = ranked(candidates, None if tiered else trace)
+        if tiered:
+            if not hits or hits[0].score < s.warm_below:
+                warm = self.retriever.candidates(
+                    query, tenant_id=tenant_id, user_id=user_id, filters=replace(filters, tiers=(Tier.WARM,)),
+                    k=max(s.candidate_k, k), sources=sources, generate=[x for x in sources if x != "vector"],
+                )
+                if warm:
+                    candidates = {**warm, **candidates}
+                    hits = ranked(candidates, trace)
+                elif trace is not None:
+                    hits = ranked(candidates, trace)
+            elif trace is not None:
+                hits = ranked(candidates, trace)
         if filters.agent_id is not None:  # the agent's private memories before the shared layer
             hits.sort(key=lambda h: h.record.agent_id is None)
         self.log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s),

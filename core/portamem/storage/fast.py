@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.engine import Connection
 
-from ..records import MemoryRecord, MemoryType, Source, Status, Trust
+from ..records import MemoryRecord, MemoryType, Source, Status, Tier, Trust
 from .schema import audit_t, entities_t, memories
 
 __all__ = ["COLUMNS", "SELECT", "driver", "record_of", "select", "insert_memories", "insert_entities",
@@ -87,6 +87,8 @@ def record_of(row: Sequence[Any], *, vectors: bool = True) -> MemoryRecord:
         metadata=dict((json.loads(metadata) if metadata is not None else None) or {}),
         key_namespace=row[a["key_namespace"]],
         key=row[a["key"]],
+        tier=Tier(row[a["tier"]]),
+        tiered_at=_dt(row[a["tiered_at"]]),
     )
 
 

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from ..records import MemoryRecord, MemoryType, Source, Status, Trust
+from ..records import MemoryRecord, MemoryType, Source, Status, Tier, Trust
 
 __all__ = ["SCHEMA_VERSION", "REVIEW", "keyword_text", "record_row", "row_record", "memories", "entities_t", "turns_t",
-           "audit_t", "retrievals_t", "meta_t"]
+           "audit_t", "retrievals_t", "meta_t", "cold_t", "cold_entities_t"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: ``memories.indexed`` of a new row the background indexer has not embedded and reviewed yet
 REVIEW = -1
 
@@ -63,6 +63,10 @@ memories = sa.Table(
     # keyed memories (portamem.portable.keys): NULL key for unkeyed ones, which the unique index never compares
     sa.Column("key_namespace", sa.String(1024)),
     sa.Column("key", sa.String(256)),
+    # the storage tier (portamem.lifecycle.tiers): hot rows are in the vector index, warm ones only in
+    # the keyword and entity indexes; cold ones are not here but in ``memories_cold``
+    sa.Column("tier", sa.String(8), nullable=False, default="hot", server_default="hot"),
+    sa.Column("tiered_at", sa.Float),
     sa.Index("ix_memories_scope", "tenant_id", "user_id", "status", "type"),
     sa.Index("ux_memories_key", "tenant_id", "user_id", "key_namespace", "key", unique=True),
     sa.Index("ix_memories_created", "tenant_id", "user_id", "created_at"),
@@ -124,6 +128,38 @@ retrievals_t = sa.Table(
     #: the query after PII redaction, cut to 500 characters
     sa.Column("query", sa.Text, nullable=False),
     sa.Index("ix_retrieval_memory", "tenant_id", "memory_id", "pk"),
+)
+
+#: the cold tier: a record moved out of ``memories`` (and its keyword, entity and vector indexes) as
+#: one zlib-compressed JSON document (``MemoryRecord.to_dict`` without its vector) and its vector
+#: apart (float32 blobs barely compress); listed, exported and restored by id
+cold_t = sa.Table(
+    "memories_cold",
+    md,
+    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("memory_id", sa.String(64), nullable=False, unique=True),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("archived_at", sa.Float, nullable=False),
+    sa.Column("document", sa.LargeBinary, nullable=False),
+    sa.Column("embedding", sa.LargeBinary),
+    sa.Column("embedding_model", sa.String(128)),
+    sa.Index("ix_cold_scope", "tenant_id", "user_id", "created_at"),
+)
+
+#: the cold records' entities (normalised): a query that names what only the cold tier holds is
+#: found by one indexed look-up, without opening the archive
+cold_entities_t = sa.Table(
+    "memories_cold_entities",
+    md,
+    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256), nullable=False),
+    sa.Column("entity", sa.String(256), nullable=False),
+    sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.Index("ix_cold_entities_lookup", "tenant_id", "user_id", "entity"),
+    sa.Index("ix_cold_entities_memory", "memory_id"),
 )
 
 meta_t = sa.Table(
@@ -191,6 +227,8 @@ def record_row(record: MemoryRecord) -> dict[str, Any]:
         "metadata": dict(record.metadata),
         "key_namespace": record.key_namespace,
         "key": record.key,
+        "tier": record.tier.value,
+        "tiered_at": ts_of(record.tiered_at),
     }
 
 
@@ -228,6 +266,8 @@ def row_record(row: Any) -> MemoryRecord:
         metadata=dict(m["metadata"] or {}),
         key_namespace=m["key_namespace"],
         key=m["key"],
+        tier=Tier(m["tier"]),
+        tiered_at=dt_of(m["tiered_at"]),
     )
 
 

@@ -8,6 +8,7 @@ One code path for SQLite and PostgreSQL (``portamem.storage.dialect`` holds thei
 from __future__ import annotations
 
 import json
+import zlib
 from contextlib import contextmanager
 import threading
 import time
@@ -24,15 +25,15 @@ from .actor import current_actor
 from ..entities import normalize_entity
 from ..errors import StoreError, StoreOpenError
 from ..filters import SearchFilters
-from ..records import MemoryRecord, Status, Turn
+from ..records import MemoryRecord, Status, Tier, Turn
 from ..text import tokenize
 from .dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
 from . import fast
 from .keywords import PostingsKeywordIndex, keyword_md
 from .termcache import TermCache
 from .schema import (
-    SCHEMA_VERSION, audit_t, dt_of, entities_t, keyword_text, md, memories, meta_t,
-    record_row, retrievals_t, row_record, ts_of, turns_t, vec_to_blob,
+    SCHEMA_VERSION, audit_t, blob_to_vec, cold_entities_t, cold_t, dt_of, entities_t, keyword_text, md, memories,
+    meta_t, record_row, retrievals_t, row_record, ts_of, turns_t, vec_to_blob,
 )
 
 __all__ = ["RecordStore"]
@@ -91,6 +92,12 @@ class RecordStore:
         if version < 5:  # postings instead of SQLite FTS5 (4); tokens of 5: a number before Chinese ends
             # where the Chinese starts ("7月8号入职"), a possessive "'s" is dropped ("dentist's")
             self._rebuild_keywords(conn)
+        if version < 6:  # storage tiers (the cold tables are made by create_all)
+            have = {c["name"] for c in sa.inspect(conn).get_columns("memories")}
+            if "tier" not in have:
+                conn.exec_driver_sql("ALTER TABLE memories ADD COLUMN tier VARCHAR(8) NOT NULL DEFAULT 'hot'")
+            if "tiered_at" not in have:
+                conn.exec_driver_sql("ALTER TABLE memories ADD COLUMN tiered_at FLOAT")
         conn.execute(meta_t.update().where(meta_t.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
     def close(self) -> None:
@@ -231,18 +238,127 @@ class RecordStore:
                   "version": r.embedding_version} for r in records],
             )
 
-    def purge(self, conn: Connection, memory_ids: Sequence[str], *, tenant_id: str, user_id: str | None = None) -> int:
-        """Hard-delete records of one tenant (of one user when given); ids of other owners are left alone."""
+    def purge(self, conn: Connection, memory_ids: Sequence[str], *, tenant_id: str, user_id: str | None = None,
+              keep_log: bool = False) -> int:
+        """Hard-delete records of one tenant (of one user when given); ids of other owners are left alone.
+        Cold ones leave the archive too. ``keep_log`` keeps their retrieval log (a move to the cold tier)."""
         owner = self._owned_by(tenant_id, user_id) if user_id is not None else [memories.c.tenant_id.concat("") == tenant_id]
-        rows = list(conn.execute(sa.select(memories.c.pk, memories.c.memory_id)
-                                 .where(memories.c.memory_id.in_(list(memory_ids)), *owner)))
-        pks, ids = [r[0] for r in rows], [r[1] for r in rows]
-        self.keywords.drop(conn, pks)
-        conn.execute(entities_t.delete().where(entities_t.c.pk.in_(pks)))
-        conn.execute(retrievals_t.delete().where(retrievals_t.c.tenant_id == tenant_id,
-                                                 retrievals_t.c.memory_id.in_(ids)))
-        conn.execute(memories.delete().where(memories.c.pk.in_(pks)))
-        return len(pks)
+        ids = list(memory_ids)
+        rows = [] if not ids else list(conn.execute(sa.select(memories.c.pk, memories.c.memory_id)
+                                                    .where(memories.c.memory_id.in_(ids), *owner)))
+        pks, found = [r[0] for r in rows], [r[1] for r in rows]
+        if pks:
+            self.keywords.drop(conn, pks)
+            conn.execute(entities_t.delete().where(entities_t.c.pk.in_(pks)))
+            conn.execute(memories.delete().where(memories.c.pk.in_(pks)))
+        gone = set(found)
+        cold = [] if keep_log else self._cold_drop(conn, tenant_id, user_id, [m for m in ids if m not in gone])
+        if not keep_log and (found or cold):
+            conn.execute(retrievals_t.delete().where(retrievals_t.c.tenant_id == tenant_id,
+                                                     retrievals_t.c.memory_id.in_(found + cold)))
+        return len(pks) + len(cold)
+
+    # ---------------------------------------------------------------- the cold tier
+    def archive(self, conn: Connection, records: Sequence[MemoryRecord], *, archived_at: float) -> None:
+        """Move records out of ``memories`` (and its keyword and entity indexes) into the cold archive:
+        one compressed JSON document each (with ``tier`` cold), the vector beside it."""
+        if not records:
+            return
+        conn.execute(cold_t.insert(), [{
+            "memory_id": r.memory_id, "tenant_id": r.tenant_id, "user_id": r.user_id,
+            "created_at": ts_of(r.created_at), "archived_at": archived_at,
+            "document": zlib.compress(json.dumps(r.to_dict(include_embedding=False), ensure_ascii=False)
+                                      .encode("utf-8"), 6),
+            "embedding": vec_to_blob(r.embedding), "embedding_model": r.embedding_model,
+        } for r in records])
+        entities = [{"tenant_id": r.tenant_id, "user_id": r.user_id, "entity": e, "memory_id": r.memory_id}
+                    for r in records for e in dict.fromkeys(normalize_entity(x) for x in r.entities) if e]
+        if entities:
+            conn.execute(cold_entities_t.insert(), entities)
+        scopes: dict[tuple[str, str], list[str]] = {}
+        for r in records:
+            scopes.setdefault((r.tenant_id, r.user_id), []).append(r.memory_id)
+        for (tenant_id, user_id), ids in scopes.items():
+            self.purge(conn, ids, tenant_id=tenant_id, user_id=user_id, keep_log=True)
+
+    @staticmethod
+    def _cold_record(row: Any, vectors: bool = True) -> MemoryRecord:
+        m = row._mapping
+        record = MemoryRecord.from_dict(json.loads(zlib.decompress(m["document"]).decode("utf-8")))
+        if vectors:
+            record.embedding = blob_to_vec(m["embedding"])
+        return record
+
+    def cold_records(self, tenant_id: str, user_id: str | None, memory_ids: Sequence[str] | None = None, *,
+                     vectors: bool = True, limit: int | None = None, offset: int = 0,
+                     conn: Connection | None = None) -> list[MemoryRecord]:
+        """One user's cold records (the tenant's for ``user_id`` None; those of ``memory_ids``, or all
+        in archive order)."""
+        c = cold_t.c
+        cols = [cold_t] if vectors else [c.pk, c.document]
+        q = sa.select(*cols).where(c.tenant_id == tenant_id)
+        if user_id is not None:
+            q = q.where(c.user_id == user_id)
+        if memory_ids is not None:
+            if not memory_ids:
+                return []
+            q = q.where(c.memory_id.in_(list(memory_ids)))
+        q = q.order_by(c.pk).offset(offset)
+        if limit is not None:
+            q = q.limit(limit)
+        if conn is not None:
+            return [self._cold_record(r, vectors) for r in conn.execute(q)]
+        with self.engine.connect() as own:
+            return [self._cold_record(r, vectors) for r in own.execute(q)]
+
+    def unarchive(self, conn: Connection, tenant_id: str, user_id: str, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+        """Take records out of the archive (the caller inserts them back where they go)."""
+        records = self.cold_records(tenant_id, user_id, memory_ids, conn=conn)
+        self._cold_drop(conn, tenant_id, user_id, [r.memory_id for r in records])
+        return records
+
+    def _cold_drop(self, conn: Connection, tenant_id: str, user_id: str | None, memory_ids: Sequence[str]) -> list[str]:
+        if not memory_ids:
+            return []
+        owner = [cold_t.c.tenant_id == tenant_id] + ([cold_t.c.user_id == user_id] if user_id is not None else [])
+        ids = [r[0] for r in conn.execute(sa.select(cold_t.c.memory_id).where(
+            cold_t.c.memory_id.in_(list(memory_ids)), *owner))]
+        if ids:
+            conn.execute(cold_entities_t.delete().where(cold_entities_t.c.memory_id.in_(ids)))
+            conn.execute(cold_t.delete().where(cold_t.c.memory_id.in_(ids)))
+        return ids
+
+    def cold_entity_ids(self, tenant_id: str, user_id: str, entities: Sequence[str]) -> list[str]:
+        """Cold records holding any of these (normalised) entities."""
+        if not entities:
+            return []
+        c = cold_entities_t.c
+        q = sa.select(c.memory_id).where(c.tenant_id == tenant_id, c.user_id == user_id,
+                                         c.entity.in_(list(entities))).distinct()
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(q)]
+
+    def cold_count(self, tenant_id: str | None = None, user_id: str | None = None) -> int:
+        q = sa.select(sa.func.count()).select_from(cold_t)
+        if tenant_id is not None:
+            q = q.where(cold_t.c.tenant_id == tenant_id)
+        if user_id is not None:
+            q = q.where(cold_t.c.user_id == user_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar() or 0)
+
+    def tier_counts(self, tenant_id: str | None = None, user_id: str | None = None) -> dict[str, int]:
+        """Active memories by tier (the cold tier: archived records of any status)."""
+        q = sa.select(memories.c.tier, sa.func.count()).where(memories.c.status == Status.ACTIVE.value)
+        if tenant_id is not None:
+            q = q.where(memories.c.tenant_id == tenant_id)
+        if user_id is not None:
+            q = q.where(memories.c.user_id == user_id)
+        with self.engine.connect() as conn:
+            out = {t.value: 0 for t in Tier}
+            out.update({r[0]: int(r[1]) for r in conn.execute(q.group_by(memories.c.tier))})
+        out[Tier.COLD.value] = self.cold_count(tenant_id, user_id)
+        return out
 
     def _pk(self, conn: Connection, memory_id: str, tenant_id: str, user_id: str) -> int:
         pk = conn.execute(sa.select(memories.c.pk).where(
@@ -276,6 +392,8 @@ class RecordStore:
             clauses.append(c.created_at <= ts_of(f.created_before))
         if f.min_importance is not None:
             clauses.append(c.importance >= f.min_importance)
+        if f.tiers is not None:  # the cold tier is not in this table: it adds nothing here
+            clauses.append(c.tier.in_([t.value for t in f.tiers]))
         return clauses
 
     @staticmethod
@@ -302,6 +420,9 @@ class RecordStore:
         if f.min_importance is not None:
             parts.append("importance >= ?")
             params.append(f.min_importance)
+        if f.tiers is not None:
+            parts.append(f"tier IN ({fast.marks(len(f.tiers))})")
+            params += [t.value for t in f.tiers]
         return " AND ".join(parts), params
 
     def get_by_key(self, tenant_id: str, user_id: str, key_namespace: str, key: str) -> MemoryRecord | None:
@@ -466,7 +587,13 @@ class RecordStore:
 
         Only for choosing a free id: what it returns must never reach a caller of another scope.
         """
-        return {r[0] for r in self._by_ids(memory_ids, "memory_id")}
+        ids = list(memory_ids)
+        taken = {r[0] for r in self._by_ids(ids, "memory_id")}
+        with self.engine.connect() as conn:  # the cold tier's ids are taken too
+            for start in range(0, len(ids), 500):
+                taken.update(r[0] for r in conn.execute(sa.select(cold_t.c.memory_id).where(
+                    cold_t.c.memory_id.in_(ids[start:start + 500]))))
+        return taken
 
     def arrival(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """Commit order of the rows (their primary key), for "the newest acknowledged value wins"."""
@@ -647,12 +774,12 @@ class RecordStore:
                 return fast.driver(conn).execute(
                     "SELECT memory_id, embedding, type, source, trust, session_id, agent_id, created_at, importance "
                     "FROM memories WHERE tenant_id = ? AND user_id = ? AND status = ? AND embedding_model = ? "
-                    "AND embedding IS NOT NULL ORDER BY pk",
+                    "AND embedding IS NOT NULL AND tier = 'hot' ORDER BY pk",
                     (tenant_id, user_id, Status.ACTIVE.value, model)).fetchall()
         q = sa.select(c.memory_id, c.embedding, c.type, c.source, c.trust, c.session_id, c.agent_id,
                       c.created_at, c.importance).where(
             *self._scope(tenant_id, user_id), c.status == Status.ACTIVE.value, c.embedding_model == model,
-            c.embedding.is_not(None)).order_by(c.pk)
+            c.embedding.is_not(None), c.tier == Tier.HOT.value).order_by(c.pk)
         with self.engine.connect() as conn:
             return list(conn.execute(q))
 
@@ -665,7 +792,8 @@ class RecordStore:
         while True:
             q = (
                 sa.select(memories)
-                .where(memories.c.pk > last, memories.c.status == Status.ACTIVE.value, memories.c.indexed >= 0)
+                .where(memories.c.pk > last, memories.c.status == Status.ACTIVE.value, memories.c.indexed >= 0,
+                       memories.c.tier == Tier.HOT.value)
                 .order_by(memories.c.pk)
                 .limit(batch)
             )
@@ -683,7 +811,8 @@ class RecordStore:
 
     def all_active_ids(self) -> set[str]:
         with self.engine.connect() as conn:
-            return {r[0] for r in conn.execute(sa.select(memories.c.memory_id).where(memories.c.status == "active"))}
+            return {r[0] for r in conn.execute(sa.select(memories.c.memory_id).where(
+                memories.c.status == Status.ACTIVE.value, memories.c.tier == Tier.HOT.value))}
 
     # ---------------------------------------------------------------- working window
     def add_turn(self, conn: Connection, tenant_id: str, user_id: str, session_id: str, turn: Turn) -> int:
