@@ -19,7 +19,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .pipeline import Extraction, GuardVerdict, Preload, Redaction, TriggerVote, WriteContext
+    from .pipeline import Extraction, GuardVerdict, Habit, Preload, Redaction, TriggerVote, WriteContext
     from .records import MemoryRecord, Turn
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "portamem_summarize_turns",
     "portamem_merge_statements",
     "portamem_preload",
+    "portamem_summarize_habit",
 ]
 
 hookspec = pluggy.HookspecMarker("portamem")
@@ -192,4 +193,18 @@ def portamem_preload(message: str, settings: Settings) -> Preload | None:
     :param message: the user's message.
     :param settings: the settings of the memory recalled from.
     :return: a ``Preload`` (the task and its needs), or None when the message opens no task.
+    """
+
+
+@hookspec(firstresult=True)
+def portamem_summarize_habit(habit: Habit, context: WriteContext) -> str | None:
+    """Write the text of the abstract memory that stands for a habit of the user (maintenance,
+    ``portamem.lifecycle.abstraction``): "Prefers window seats (10 of 10 bookings since March)".
+
+    Stops at first non-None result; the built-in rule template (the habit words and their support)
+    comes last, and is the fallback when every summariser passes.
+
+    :param habit: the habit words, the memories holding it, its support and since when.
+    :param context: whose memories they are and the settings.
+    :return: the abstract memory's text, or None to pass.
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -108,3 +109,17 @@ class Preload:
     task: str
     needs: tuple[Need, ...]
     query: str = ""
+
+
+@dataclass(frozen=True)
+class Habit:
+    """A habit the maintainer found among a user's memories (``portamem_summarize_habit``): the words
+    most of its memories share and few others hold ("window", "seat"), the memories holding it (oldest
+    first), how many of how many similar memories hold it, since when, and whether they are Chinese."""
+
+    words: tuple[str, ...]
+    members: tuple[str, ...]
+    support: int
+    of: int
+    since: datetime
+    chinese: bool = False

@@ -14,7 +14,7 @@ import pluggy
 from . import hookspecs
 from .errors import PluginError
 from .config import Settings
-from .pipeline import Extraction, GuardVerdict, Need, Preload, Redaction, TriggerVote, WriteContext
+from .pipeline import Extraction, GuardVerdict, Habit, Need, Preload, Redaction, TriggerVote, WriteContext
 from .records import MemoryRecord, Turn
 
 __all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "Hooks", "RegisteredScorer", "BLOCK_ENV"]
@@ -164,6 +164,13 @@ class Hooks:
         found = self._first(
             "portamem_merge_statements", lambda r: isinstance(r, str) and bool(r.strip()), "a non-empty str",
             older=older, newer=newer, context=context,
+        )
+        return None if found is None else found[1]
+
+    def summarize_habit(self, habit: Habit, context: WriteContext) -> str | None:
+        found = self._first(
+            "portamem_summarize_habit", lambda r: isinstance(r, str) and bool(r.strip()), "a non-empty str",
+            habit=habit, context=context,
         )
         return None if found is None else found[1]
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from portamem import hookimpl
 from portamem.entities import extract_entities
-from portamem.pipeline import WriteContext
+from portamem.lifecycle.abstraction import habit_template
+from portamem.pipeline import Habit, WriteContext
 from portamem.records import MemoryRecord, Turn
 
 from portamem.statements import Statement
@@ -27,7 +28,8 @@ from .classify import classify_kind, has_decision, has_strong_emotion, is_explic
 from .extract import attribute_values
 from .statements import extract_statements
 
-__all__ = ["extractive_summary", "extractive_episode", "LLMSummarizer", "LLMMerger", "EPISODE_KEYS", "ask_json"]
+__all__ = ["extractive_summary", "extractive_episode", "LLMSummarizer", "LLMMerger", "LLMHabitSummarizer", "EPISODE_KEYS",
+           "ask_json"]
 
 #: the fields of a structured episode
 EPISODE_KEYS = frozenset({"summary", "key_facts", "user_intent", "outcome", "entities"})
@@ -131,6 +133,11 @@ def _render(statement: Statement) -> str:
 @hookimpl(trylast=True)
 def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> dict[str, Any] | None:
     return extractive_episode(turns, facts_captured=context.captured)
+
+
+@hookimpl(trylast=True)
+def portamem_summarize_habit(habit: Habit, context: WriteContext) -> str | None:
+    return habit_template(habit)
 
 
 class _AskingPlugin:
@@ -242,3 +249,40 @@ class LLMMerger(_AskingPlugin):
                                   context: WriteContext) -> str | None:
         data = self.ask(self.PROMPT.format(older=older.content, newer=newer.content), "merge")
         return None if data is None else str(data["statement"]).strip()[: self.max_chars]
+
+
+class LLMHabitSummarizer(_AskingPlugin):
+    """A habit summariser (``portamem_summarize_habit``) around any ``llm(prompt) -> str``: the abstract
+    memory of a habit as strict JSON ``{"summary": "<text>"}`` that keeps its support, two retries,
+    then pass (the rule template takes over).
+
+    Register it with ``memory.plugins.register(LLMHabitSummarizer(llm), name="llm_habits")``. An
+    answer without the support's numbers ("10 of 10") counts as a failed attempt: the count is what
+    makes the habit worth its confidence.
+    """
+
+    PROMPT = (
+        "These memories of one user show a habit (shared words: {words}); {support} of {of} similar "
+        "memories since {since} hold it. Write one sentence for long-term memory that states the habit "
+        "as a preference and keeps the count \"{support} of {of}\" and the date; use the memories' "
+        'language. Answer with JSON only, exactly {{"summary": "<text>"}}.\n\n{members}'
+    )
+
+    @staticmethod
+    def validate(data: Any, support: tuple[str, str] = ("", "")) -> str | None:
+        if not isinstance(data, dict) or set(data) != {"summary"}:
+            return "expected exactly the key 'summary'"
+        if not isinstance(data["summary"], str) or not data["summary"].strip():
+            return "summary must be non-empty text"
+        if not all(n in data["summary"] for n in support):
+            return f"the summary must keep the support: {support[0]} of {support[1]}"
+        return None
+
+    @hookimpl
+    def portamem_summarize_habit(self, habit: Habit, context: WriteContext) -> str | None:
+        support = (str(habit.support), str(habit.of))
+        prompt = self.PROMPT.format(words=", ".join(habit.words), support=habit.support, of=habit.of,
+                                    since=f"{habit.since:%Y-%m-%d}",
+                                    members="\n".join(f"- {m}" for m in habit.members[-20:]))
+        data = ask_json(self.llm, prompt, lambda d: self.validate(d, support), self.retries, "habit summary")
+        return None if data is None else str(data["summary"]).strip()[: self.max_chars]

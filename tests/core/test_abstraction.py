@@ -3,6 +3,8 @@ updated in place by later runs, shown by recall in place of its members."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
@@ -103,3 +105,38 @@ def test_the_packaged_habit_users_are_well_formed() -> None:
     assert len(users) >= 8 and {u["split"] for u in users} == {"dev", "test"} and {u["lang"] for u in users} == {"en", "zh"}
     for u in users:
         assert sum(u["expect"].lower() in e.lower() for e in u["events"]) >= 3, u["id"]
+
+
+def test_an_llm_habit_summariser_writes_the_text_and_must_keep_the_support(flyer: Memory) -> None:
+    from portamem_plugins.summarize import LLMHabitSummarizer
+
+    prompts: list[str] = []
+    answers = iter([
+        "Prefers window seats.",  # not JSON
+        json.dumps({"summary": "Prefers window seats."}),  # JSON, but the support is gone
+        None,  # filled in below, once the support is known from the prompt
+    ])
+
+    def llm(prompt: str) -> str:
+        prompts.append(prompt)
+        answer = next(answers)
+        if answer is None:
+            support, of = re.search(r"(\d+) of (\d+) similar", prompt).groups()  # type: ignore[union-attr]
+            answer = json.dumps({"summary": f"Prefers window seats on flights ({support} of {of} bookings)."})
+        return answer
+
+    flyer.plugins.register(LLMHabitSummarizer(llm), name="llm_habits")
+    flyer.maintain(now=T0 + timedelta(days=60))
+    habit = _abstracts(flyer)[0]
+    info = habit.metadata[ABSTRACT_KEY]
+    assert habit.content == f"Prefers window seats on flights ({info['support']} of {info['of']} bookings)."
+    assert len(prompts) == 3 and "must keep the support" in prompts[2] and "Booked" in prompts[0]
+
+
+def test_the_rule_template_writes_the_habit_when_the_llm_keeps_failing(flyer: Memory) -> None:
+    from portamem_plugins.summarize import LLMHabitSummarizer
+
+    flyer.plugins.register(LLMHabitSummarizer(lambda prompt: "no"), name="llm_habits")
+    flyer.maintain(now=T0 + timedelta(days=60))
+    habit = _abstracts(flyer)[0]
+    assert habit.content.startswith("Habit: ") and "window" in habit.content

@@ -92,7 +92,7 @@ def reindex(parts: Components, *, progress: Any = None) -> int:
     """Rebuild the vector index from the records (re-embedding any vector of another model); rows
     still queued for review are left to the indexer."""
     with parts.lock:
-        total = parts.store.count(filters=SearchFilters())
+        total = parts.store.count(filters=SearchFilters(tiers=(Tier.HOT,)))  # the index holds the hot tier
         bar = SafeProgress(progress, total, "reindex")  # a failing factory fails before the index is dropped
         parts.index.drop()
         parts.replica.clear()

@@ -13,8 +13,9 @@ abstract memory per habit as a keyed memory of the maintainer (``key_namespace``
 ``recall`` shows the abstract memory in their place (``portamem.read.prompt``) and its metadata lists
 them for whoever wants to expand it.
 
-The rule template is the default; the text of an abstract memory is English or Chinese after its
-members.
+The text comes from the ``portamem_summarize_habit`` hook: a summariser plugin (``LLMHabitSummarizer``
+in ``portamem_plugins.summarize``, strict JSON) first, the rule template (``habit_template``: the habit
+words and their support, English or Chinese after the members) last and as the fallback.
 
 May import: everything below lifecycle.
 """
@@ -30,13 +31,14 @@ from typing import Any
 import numpy as np
 
 from ..components import Components
+from ..pipeline import Habit, WriteContext
 from ..records import MemoryRecord, MemoryType, Source, Status, to_iso
 from ..statements import content_words
 from ..text import has_cjk
 from ..write.requests import MemoryDraft
 from ..write.save import write
 
-__all__ = ["ABSTRACT_KEY", "ABSTRACTED_INTO", "ABSTRACT_NAMESPACE", "abstract", "habits"]
+__all__ = ["ABSTRACT_KEY", "ABSTRACTED_INTO", "ABSTRACT_NAMESPACE", "abstract", "habits", "habit_template"]
 
 #: metadata key of an abstract memory: {"support", "of", "confidence", "since", "words", "derived_from"}
 #: (``derived_from``: the group's memories, those with the habit and those without)
@@ -104,7 +106,10 @@ def abstract(parts: Components, pool: list[MemoryRecord], *, user_id: str, tenan
     found = habits(parts, pool)
     if not found:
         return []
-    written = write(parts, [_draft(h) for h in found], user_id=user_id, tenant_id=tenant_id, explicit=False)
+    context = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings, source=Source.SYSTEM,
+                           explicit=False)
+    written = write(parts, [_draft(parts, h, context) for h in found], user_id=user_id, tenant_id=tenant_id,
+                    explicit=False)
     # each member names its abstract, so a recall that finds a member shows the abstract (portamem.recall)
     rows = [{"memory_id": r.memory_id, "metadata": {**r.metadata, ABSTRACTED_INTO: a.memory_id}}
             for h, a in zip(found, written) for r in h["group"] if r.metadata.get(ABSTRACTED_INTO) != a.memory_id]
@@ -114,18 +119,27 @@ def abstract(parts: Components, pool: list[MemoryRecord], *, user_id: str, tenan
     return [a.memory_id for a in written]
 
 
-def _draft(habit: dict[str, Any]) -> MemoryDraft:
+def habit_template(habit: Habit) -> str:
+    """The rule template's text of a habit: its words and support, and its latest member as the example."""
+    example = " ".join(habit.members[-1].split())[:160]
+    since = habit.since
+    if habit.chinese:
+        return f"习惯：{'、'.join(habit.words)}（自{since:%Y-%m-%d}起{habit.of}条相似记忆中有{habit.support}条）；例如“{example}”"
+    return (f"Habit: {', '.join(habit.words)} ({habit.support} of {habit.of} similar memories since "
+            f"{since:%Y-%m-%d}); e.g. \"{example}\"")
+
+
+def _draft(parts: Components, habit: dict[str, Any], context: WriteContext) -> MemoryDraft:
     members: list[MemoryRecord] = sorted(habit["members"], key=lambda r: r.created_at)
     group: list[MemoryRecord] = habit["group"]
     n, m = len(members), len(group)
     since = min(r.created_at for r in group)
-    example = " ".join(members[-1].content.split())[:160]
     words = habit["words"]
-    if has_cjk(" ".join(r.content for r in members)):
-        text = f"习惯：{'、'.join(words)}（自{since:%Y-%m-%d}起{m}条相似记忆中有{n}条）；例如“{example}”"
-    else:
-        text = (f"Habit: {', '.join(words)} ({n} of {m} similar memories since {since:%Y-%m-%d}); "
-                f"e.g. \"{example}\"")
+    found = Habit(words=tuple(words), members=tuple(r.content for r in members), support=n, of=m, since=since,
+                  chinese=has_cjk(" ".join(r.content for r in members)))
+    # a summariser plugin (an LLM) first, the rule template when every one passes
+    text = (parts.hooks.summarize_habit(found, context) or habit_template(found)).strip()
+    text = text[: parts.settings.max_content_chars]
     key = "habit-" + hashlib.sha1("|".join(sorted(words)).encode()).hexdigest()[:16]
     meta = {ABSTRACT_KEY: {"support": n, "of": m, "confidence": round(n / m, 2), "since": to_iso(since),
                            "words": words,
