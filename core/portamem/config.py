@@ -111,10 +111,10 @@ class Settings:
     abstract_min_support: int = 3
     abstract_similarity: float = 0.8
     #: storage tiers (``portamem.lifecycle.tiers``), moved by maintenance: a memory unused for
-    #: ``warm_after_days`` (and at least that old) leaves the vector index for the warm tier (keyword
-    #: and entity indexes, vector on disk); one unused for ``cold_after_days`` and used at most
-    #: ``cold_max_access`` times moves to the compressed cold archive. Identity, preferences, keyed
-    #: and abstract memories stay hot, and a user's current statements never go cold, by age alone;
+    #: ``warm_after_days`` (or its half-life, when longer) leaves the vector index for the warm tier
+    #: (keyword and entity indexes, vector on disk); one unused for ``cold_after_days`` (or three
+    #: half-lives) and used at most ``cold_max_access`` times moves to the compressed cold archive. Identity, preferences, keyed
+    #: and abstract memories and the user's current statements stay hot by age alone;
     #: a warm memory used again comes back hot; a memory summed up by an abstract one goes warm once
     #: unused for ``tier_abstracted_days``
     tiers: bool = True

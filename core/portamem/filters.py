@@ -52,9 +52,10 @@ class SearchFilters:
     created_after: datetime | None = None
     created_before: datetime | None = None
     min_importance: float | None = None
-    #: storage tiers to search (``portamem.lifecycle.tiers``). None: the hot tier, and the warm one's
-    #: keyword and entity matches when the hot evidence is thin; listing and maintenance read hot
-    #: and warm. The cold tier is searched and listed only when named.
+    #: storage tiers to search (``portamem.lifecycle.tiers``). None: the vector index's hot tier and
+    #: the keyword and entity matches of hot and warm (the warm vectors on disk too when that evidence
+    #: is thin); listing and maintenance read hot and warm. The cold tier is searched and listed only
+    #: when named.
     tiers: tuple[Tier, ...] | None = None
 
     @classmethod

@@ -42,7 +42,7 @@ def aged(settings: Settings, embedder: Embedder) -> Iterator[tuple[Memory, dict[
     ids["keyed"] = mem.save_memory("Loyalty number LH-99812.", user_id="u", key="loyalty",
                                    created_at=T0).memory_id
     ids["recent"] = mem.save_memory("Booked the dentist, Dr Okafor, for next Thursday.", user_id="u",
-                                    created_at=T0 + timedelta(days=100)).memory_id
+                                    created_at=T0 + timedelta(days=250)).memory_id
     mem.flush()
     yield mem, ids
     mem.close()
@@ -50,7 +50,7 @@ def aged(settings: Settings, embedder: Embedder) -> Iterator[tuple[Memory, dict[
 
 def test_old_unused_memories_go_warm_then_cold_and_pinned_kinds_stay_hot(aged: tuple[Memory, dict[str, str]]) -> None:
     mem, ids = aged
-    report = mem.maintain(now=T0 + timedelta(days=40))
+    report = mem.maintain(now=T0 + timedelta(days=100))
     old = {ids[t] for t in OLD}
     assert set(report.tiered["warm"]) == old
     assert old <= _ids(mem, "warm")
@@ -58,7 +58,7 @@ def test_old_unused_memories_go_warm_then_cold_and_pinned_kinds_stay_hot(aged: t
     assert not old & mem.index.ids()
     assert {ids["identity"], ids["preference"], ids["keyed"], ids["recent"]} <= mem.index.ids()
 
-    report = mem.maintain(now=T0 + timedelta(days=101))
+    report = mem.maintain(now=T0 + timedelta(days=280))
     assert set(report.tiered["cold"]) == old
     assert _ids(mem, "cold") == old
     # out of the record store's tables, still the same memories
@@ -77,7 +77,7 @@ def test_old_unused_memories_go_warm_then_cold_and_pinned_kinds_stay_hot(aged: t
 
 def test_warm_memories_answer_when_the_hot_evidence_is_thin(aged: tuple[Memory, dict[str, str]]) -> None:
     mem, ids = aged
-    mem.maintain(now=T0 + timedelta(days=40))
+    mem.maintain(now=T0 + timedelta(days=100))
     hits = mem.search_memory("How much did Kowalski charge for the tap?", user_id="u")
     assert hits and hits[0].memory_id == ids[OLD[1]]
     assert hits[0].record.tier is Tier.WARM
@@ -88,7 +88,7 @@ def test_warm_memories_answer_when_the_hot_evidence_is_thin(aged: tuple[Memory, 
 
 def test_a_warm_memory_used_again_comes_back_hot(aged: tuple[Memory, dict[str, str]]) -> None:
     mem, ids = aged
-    now = T0 + timedelta(days=40)
+    now = T0 + timedelta(days=100)
     mem.maintain(now=now)
     mem.search_memory("What did I return to Zalando?", user_id="u", touch=True, now=now + timedelta(days=1))
     mem.retrieval_log.flush()
@@ -100,7 +100,7 @@ def test_a_warm_memory_used_again_comes_back_hot(aged: tuple[Memory, dict[str, s
 
 def test_cold_memories_are_searched_only_on_request(aged: tuple[Memory, dict[str, str]]) -> None:
     mem, ids = aged
-    mem.maintain(now=T0 + timedelta(days=101))
+    mem.maintain(now=T0 + timedelta(days=280))
     query = "documentary about octopuses"
     assert ids[OLD[2]] not in {h.memory_id for h in mem.search_memory(query, user_id="u")}
     hits = mem.search_memory(query, user_id="u", tiers=["cold"])
@@ -111,7 +111,7 @@ def test_cold_memories_are_searched_only_on_request(aged: tuple[Memory, dict[str
 
 def test_a_query_naming_what_only_the_cold_tier_holds_loads_it(aged: tuple[Memory, dict[str, str]]) -> None:
     mem, ids = aged
-    mem.maintain(now=T0 + timedelta(days=101))
+    mem.maintain(now=T0 + timedelta(days=280))
     mem.search_memory("What did Kowalski fix?", user_id="u")  # names him: the archive is read in the background
     mem.flush()
     assert mem.get_memory(ids[OLD[1]], user_id="u").tier is Tier.HOT
@@ -149,19 +149,19 @@ def test_forgetting_a_cold_memory_soft_deletes_it(aged: tuple[Memory, dict[str, 
     assert mem.restore_memory(target, user_id="u").content == OLD[0]
 
 
-def test_a_current_statement_goes_warm_but_never_cold_by_age(settings: Settings, embedder: Embedder) -> None:
+def test_a_current_statement_stays_hot_by_age(settings: Settings, embedder: Embedder) -> None:
     with Memory(settings=settings, embedder=embedder) as mem:
         saved = mem.save_memory("My budget for the kitchen renovation is 12000 euros.", user_id="u", created_at=T0)
         mem.flush()
         record = mem.get_memory(saved.memory_id, user_id="u")
         assert statements_of(record), record.triples
         mem.maintain(now=T0 + timedelta(days=400))
-        assert mem.get_memory(saved.memory_id, user_id="u").tier is Tier.WARM
+        assert mem.get_memory(saved.memory_id, user_id="u").tier is Tier.HOT
 
 
 def test_export_and_import_carry_the_tier(aged: tuple[Memory, dict[str, str]], tmp_path, embedder: Embedder) -> None:  # type: ignore[no-untyped-def]
     mem, ids = aged
-    mem.maintain(now=T0 + timedelta(days=40))
+    mem.maintain(now=T0 + timedelta(days=100))
     mem.set_tier(ids[OLD[0]], "cold", user_id="u")
     buf = io.StringIO()
     assert mem.export(buf, user_id="u") == 8

@@ -2,10 +2,10 @@
 disk), cold (out of the record store's tables, in the compressed archive).
 
 Maintenance plans the moves from age, use and kind (``plan``): a memory unused for
-``Settings.warm_after_days`` goes warm, one unused for ``cold_after_days`` and rarely used
-(``cold_max_access``) goes cold; a warm memory used since its move comes back hot. Identity,
-preferences, keyed and abstract memories stay hot by age alone, and a user's current statements
-(``portamem.statements``: "my budget is 12000") never go cold by age: archiving a six-month-old preference is how an
+``Settings.warm_after_days`` (or its half-life, when longer) goes warm, one unused for
+``cold_after_days`` (or three half-lives) and rarely used (``cold_max_access``) goes cold; a warm memory used since its move comes back hot. Identity,
+preferences, keyed and abstract memories and the user's current statements (``portamem.statements``:
+"the budget is 12000 now") stay hot by age alone: archiving a six-month-old preference is how an
 agent "forgets" it. A memory an abstract one stands for (``abstracted_into``) goes warm once unused for
 ``tier_abstracted_days``. Every move is audited (action ``tier``) and reversible (``move`` to any tier;
 the cold archive comes back whole).
@@ -51,13 +51,17 @@ class Move:
 
 
 def pinned(record: MemoryRecord) -> bool:
-    """A memory no age moves out of the hot tier."""
-    return record.kind in PINNED_KINDS or record.key is not None or ABSTRACT_KEY in record.metadata
+    """A memory no age moves out of the hot tier: who the user is, what they like, a keyed or abstract
+    memory, and a current statement of an attribute ("the guest list is 95 now": the value a question
+    months later asks for, found by its meaning rather than its words)."""
+    return record.kind in PINNED_KINDS or record.key is not None or ABSTRACT_KEY in record.metadata \
+        or bool(statements_of(record))
 
 
 def last_use(record: MemoryRecord) -> datetime:
-    """When the memory was last written, read or moved up a tier."""
-    times = [record.created_at, record.last_accessed_at]
+    """When the memory was last written or changed (a promotion to long-term memory, a refresh), read,
+    or moved up a tier."""
+    times = [record.created_at, record.updated_at, record.last_accessed_at]
     if record.tier is Tier.HOT and record.tiered_at is not None:
         times.append(record.tiered_at)
     return max(t for t in times if t is not None)
@@ -78,14 +82,15 @@ def plan(records: Sequence[MemoryRecord], now: datetime, settings: object) -> li
             moves.append(Move(r.memory_id, Tier.WARM, Tier.HOT, "used since it went warm"))
             continue
         idle = now - last_use(r)
-        age = now - r.created_at
+        # a kind that decays slowly stays hot as long: a fact (half-life 90 days) for 90 days unused
+        half_life = timedelta(days=r.half_life_days)
+        warm_at, cold_at = max(warm_after, half_life), max(cold_after, 3 * half_life)
         target, reason = r.tier, ""
         if ABSTRACTED_INTO in r.metadata and idle >= abstracted_after and not r.key:
             target, reason = Tier.WARM, "an abstract memory stands for it"
-        if not pinned(r) and idle >= warm_after and age >= warm_after:
+        if not pinned(r) and idle >= warm_at:
             target, reason = Tier.WARM, f"unused for {idle.days} days"
-            if not statements_of(r) and idle >= cold_after and age >= cold_after \
-                    and r.access_count <= s.cold_max_access:  # type: ignore[attr-defined]
+            if idle >= cold_at and r.access_count <= s.cold_max_access:  # type: ignore[attr-defined]
                 target, reason = Tier.COLD, f"unused for {idle.days} days, used {r.access_count} times"
         if _ORDER[target] > _ORDER[r.tier]:
             moves.append(Move(r.memory_id, r.tier, target, reason))

@@ -84,11 +84,11 @@ class Search:
                 window.append(f"{turn.user}\n{turn.assistant}")
         # read-your-writes: the user's rows not indexed yet are scored as they stand
         queued = self.queued(tenant_id, user_id, filters) if "vector" in sources else None
-        # the hot tier first; the warm tier's keyword and entity matches when its evidence is thin
-        tiered = filters.tiers is None and s.tiers
-        first = replace(filters, tiers=(Tier.HOT,)) if tiered else filters
+        # by default the vector index's hot tier and the keyword and entity matches of hot and warm;
+        # the warm tier's vectors on disk only when that evidence is thin
+        tiered = filters.tiers is None and s.tiers and "vector" in sources
         candidates = self.retriever.candidates(
-            query, tenant_id=tenant_id, user_id=user_id, filters=first, k=max(s.candidate_k, k), sources=sources,
+            query, tenant_id=tenant_id, user_id=user_id, filters=filters, k=max(s.candidate_k, k), sources=sources,
             queued=queued,
         )
         registered = self.parts.hooks.scorers()
@@ -121,8 +121,9 @@ class Search:
             if not hits or hits[0].score < s.warm_below:
                 warm = self.retriever.candidates(
                     query, tenant_id=tenant_id, user_id=user_id, filters=replace(filters, tiers=(Tier.WARM,)),
-                    k=max(s.candidate_k, k), sources=sources, generate=[x for x in sources if x != "vector"],
+                    k=max(s.candidate_k, k), sources=sources, generate=["vector"],
                 )
+                warm = {m: c for m, c in warm.items() if m not in candidates}
                 if warm:
                     candidates = {**warm, **candidates}
                     hits = ranked(candidates, trace)

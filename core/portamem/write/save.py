@@ -61,7 +61,7 @@ def build_record(
         importance_band=importance_band(importance),
         half_life_days=half_life,
         created_at=d.created_at or now,
-        updated_at=now,
+        updated_at=d.created_at or now,  # a memory written as of a past moment was last changed then
         source=Source(d.source),
         trust=Trust(d.trust),  # type: ignore[arg-type]
         metadata=d.metadata,
