@@ -86,6 +86,12 @@ def _filters(value: SearchFilters | Mapping[str, Any] | None) -> dict[str, Any] 
     return _jsonable(value)
 
 
+def _tiers(value: Any) -> list[str]:
+    """Tier names, checked as ``Memory`` checks them (one name, or a non-empty list of hot, warm, cold)."""
+    tiers = SearchFilters.coerce({"tiers": value}).tiers
+    return [t.value for t in tiers or ()]
+
+
 def _draft(d: MemoryDraft | Mapping[str, Any] | str) -> dict[str, Any]:
     if isinstance(d, str):
         return {"content": d}
@@ -253,8 +259,12 @@ class RemoteMemory:
         window_session: str | None = None, shown: Iterable[str] = (), debug: bool | IO[str] = False,
         trace: list[TraceEntry] | None = None,
         touch: bool = False,
+        tiers: Sequence[str] | None = None,
     ) -> _Call:
         """Hybrid search of one user's memories, each hit with its score breakdown and provenance.
+
+        ``tiers`` (or ``filters["tiers"]``) names the storage tiers to search, as in ``Memory.search_memory``
+        (the cold tier is searched only when named).
 
         ``debug`` and ``trace`` as in ``Memory.search_memory`` (the server sends every candidate's sources,
         scores and fate; the key needs the ``debug`` scope): ``debug`` prints the same candidate table to
@@ -273,6 +283,8 @@ class RemoteMemory:
             body["sources"] = list(sources)
         if weights is not None:
             body["weights"] = dict(weights)
+        if tiers is not None:
+            body["tiers"] = _tiers(tiers)
         if wanted:
             body["debug"] = True
 
@@ -325,6 +337,30 @@ class RemoteMemory:
             return _Call("GET", "/v1/health", decode=lambda _: [])
         return _Call("POST", "/v1/memories/forget", {"user_id": user_id, "memory_ids": ids},
                      decode=lambda b: list(b["forgotten"]))
+
+    def _set_tier(self, memory_ids: Sequence[str] | str, tier: str, *, user_id: str, tenant_id: str | None = None,
+                  now: datetime | None = None) -> _Call:
+        """Move memories to a storage tier ("hot", "warm" or "cold"), audited; a cold memory comes back
+        from the archive whole. Keyed memories never go cold. Returns the ids that moved."""
+        self._tenant(tenant_id)
+        if now is not None:
+            raise ValidationError("now is an in-process option; a server moves memories at its own time")
+        target = _tiers([tier])[0]
+        if not isinstance(memory_ids, (str, list, tuple)):
+            raise ValidationError(f"memory ids must be a list of strings, got {type(memory_ids).__name__}")
+        ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
+        if not ids:
+            return _Call("GET", "/v1/health", decode=lambda _: [])
+        return _Call("POST", "/v1/memories/tier", {"user_id": user_id, "memory_ids": ids, "tier": target},
+                     decode=lambda b: list(b["moved"]))
+
+    def _tier_counts(self, *, user_id: str | None = None, tenant_id: str | None = None) -> _Call:
+        """Active memories in the hot and warm tiers, and archived ones in the cold tier (of one user, or
+        with a tenant-wide key of the whole tenant)."""
+        self._tenant(tenant_id)
+        params = {} if user_id is None else {"user_id": user_id}
+        return _Call("GET", "/v1/tiers", params=params,
+                     decode=lambda b: {str(t): int(n) for t, n in b["tier_counts"].items()})
 
     def _memory_post(self, memory_id: str, action: str, body: dict[str, Any], tenant_id: str | None) -> _Call:
         self._tenant(tenant_id)
@@ -477,6 +513,8 @@ class RemoteMemory:
     refresh_memory, arefresh_memory = _twins(_refresh_memory)
     confirm_memory, aconfirm_memory = _twins(_confirm_memory)
     update_memory, aupdate_memory = _twins(_update_memory)
+    set_tier, aset_tier = _twins(_set_tier)
+    tier_counts, atier_counts = _twins(_tier_counts)
     add_turn, aadd_turn = _twins(_add_turn)
     context, acontext = _twins(_context)
     clear_context, aclear_context = _twins(_clear_context)

@@ -714,6 +714,8 @@ class Memory:
     aclear_context = _async_twin(clear_context)
     aend_idle_sessions = _async_twin(end_idle_sessions)
     aupdate_memory = _async_twin(update_memory)
+    aset_tier = _async_twin(set_tier)
+    atier_counts = _async_twin(tier_counts)
     aexport = _async_twin(export)
     aimport = _async_twin(import_)
     areindex = _async_twin(reindex)

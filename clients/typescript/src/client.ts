@@ -39,8 +39,11 @@ import type {
   SaveRequest,
   SearchHit,
   SearchRequest,
+  SetTierRequest,
   Stats,
   StatsQuery,
+  TierCounts,
+  TierCountsQuery,
   TraceEntry,
   TracedSearch,
   Turn,
@@ -461,6 +464,23 @@ export class PortamemClient {
     return (await this.json<{ sealed: string }>({ method: "POST", path, json: body }, opts)).sealed;
   }
 
+  /**
+   * Move memories to a storage tier ("hot", "warm" or "cold"), all or none, each move audited: a cold memory
+   * comes back from the archive whole; a keyed memory never goes cold (`ValidationError`). Returns the ids that moved.
+   */
+  async setTier(memoryIds: string | string[], body: SetTierRequest, opts?: RequestOptions): Promise<string[]> {
+    const ids = typeof memoryIds === "string" ? [memoryIds] : memoryIds;
+    if (!Array.isArray(ids)) throw new ValidationError("memory ids must be a string or a list of strings");
+    if (ids.length === 0) return [];
+    const json = { user_id: body.user_id, memory_ids: ids, tier: body.tier };
+    return (await this.json<{ moved: string[] }>({ method: "POST", path: "/v1/memories/tier", json }, opts)).moved;
+  }
+
+  /** Active memories in the hot and warm tiers and archived ones in the cold tier: one user's, or (a tenant-wide key) the tenant's. */
+  async tierCounts(query: TierCountsQuery = {}, opts?: RequestOptions): Promise<TierCounts> {
+    return (await this.json<{ tier_counts: TierCounts }>({ method: "GET", path: "/v1/tiers", query }, opts)).tier_counts;
+  }
+
   // ------------------------------------------------------------------ keyed memories
   /** The memory stored under `(key_namespace, key)`, or `NotFoundError`. */
   async getByKey(query: KeyQuery, opts?: RequestOptions): Promise<MemoryRecord> {
@@ -513,7 +533,10 @@ export class PortamemClient {
     return (await this.json<{ findings: AuditFinding[] }>({ method: "POST", path: "/v1/audit", json: body }, opts)).findings;
   }
 
-  /** Evict decayed memories, purge those past the grace period, consolidate (a tenant-wide key). */
+  /**
+   * Evict decayed memories, purge those past the grace period, consolidate, and move memories between storage
+   * tiers by age and use (`tiered`) (a tenant-wide key).
+   */
   async maintain(body: MaintainRequest = {}, opts?: RequestOptions): Promise<MaintenanceReport> {
     return this.json({ method: "POST", path: "/v1/maintain", json: body }, opts);
   }

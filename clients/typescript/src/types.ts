@@ -16,6 +16,8 @@ export type MemoryType = Schemas["MemoryType"];
 export type Source = Schemas["Source"];
 export type Trust = Schemas["Trust"];
 export type Status = "active" | "pending" | "quarantined" | "deleted" | "superseded";
+/** Where a memory lives: hot (vector index), warm (keyword and entity indexes, searched when the hot evidence is thin), cold (the archive, searched only when named). */
+export type Tier = Schemas["Tier"];
 
 // ---------------------------------------------------------------------- requests (from the schema)
 /** One memory to save: the fields of `Memory.save_memory`. */
@@ -36,6 +38,8 @@ export type AuditRequest = Schemas["AuditRequest"];
 export type MaintainRequest = Schemas["MaintainRequest"];
 export type PurgeRequest = Schemas["PurgeRequest"];
 export type FlushRequest = Schemas["FlushRequest"];
+/** The user and the tier to move memories to (`setTier`; the ids are its first argument). */
+export type SetTierRequest = Omit<Schemas["TierRequest"], "memory_ids">;
 /** `user_id` of a route that names one memory (`GET /v1/memories/{id}` and the like). */
 export type MemoryQuery = Query<"get_v1_memories__memory_id__get">;
 export type ContextQuery = Query<"context_v1_context_get">;
@@ -46,6 +50,8 @@ export type ExportQuery = Query<"export_v1_export_get">;
 export type ImportQuery = Query<"import__v1_import_post">;
 /** `all_tenants: true` (a key with the `admin` scope): the whole server's statistics beside the tenant's. */
 export type StatsQuery = Query<"stats_v1_stats_get">;
+/** One user's tier counts; without `user_id` (a tenant-wide key) the whole tenant's. */
+export type TierCountsQuery = Query<"tier_counts_v1_tiers_get">;
 
 /** Restrictions applied before ranking (`portamem.SearchFilters`); unknown keys are refused by the server. */
 export interface SearchFilters {
@@ -59,6 +65,8 @@ export interface SearchFilters {
   created_after?: string | null;
   created_before?: string | null;
   min_importance?: number | null;
+  /** storage tiers to search or list (default: hot and warm; the cold tier only when named) */
+  tiers?: Tier[] | null;
 }
 
 // ---------------------------------------------------------------------- answers
@@ -95,6 +103,9 @@ export interface MemoryRecord {
   metadata: Record<string, unknown>;
   key_namespace: string | null;
   key: string | null;
+  /** its storage tier, and when it last moved there (null: hot since it was written) */
+  tier: Tier;
+  tiered_at: string | null;
 }
 
 /** Component scores (each 0..1), the weights they counted with, and the final score. */
@@ -214,7 +225,12 @@ export interface MaintenanceReport {
   consolidated: Array<[string, string[]]>;
   /** abstract memories written or updated (habits found among a user's repeated memories) */
   abstracted: string[];
+  /** memories moved between storage tiers, by the tier they moved to (only the tiers something moved to) */
+  tiered: Partial<Record<Tier, string[]>>;
 }
+
+/** Active memories in the hot and warm tiers, and archived ones in the cold tier. */
+export type TierCounts = Record<Tier, number>;
 
 /**
  * A scope a key may carry beyond its tenant (`portamem keys create --scope`): `admin` for the views of every

@@ -1,10 +1,19 @@
 // Round trips of every operation of the API through PortamemClient, against a real `portamem serve`.
 import assert from "node:assert/strict";
+import { createHash, randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { NotFoundError, PermissionDeniedError, PortamemClient, VaultError, type MemoryRecord } from "@portamem/client";
+import {
+  NotFoundError,
+  PermissionDeniedError,
+  PortamemClient,
+  ValidationError,
+  VaultError,
+  type MemoryRecord,
+  type Tier,
+} from "@portamem/client";
 
 import { PACKAGE_ROOT, type Served, eventually, newUser, startServer } from "./harness.js";
 
@@ -308,10 +317,76 @@ describe("tenant-wide operations", () => {
     assert.deepEqual(await admin.userIds(), [user]);
     const report = await admin.maintain();
     assert.ok(Array.isArray(report.evicted) && typeof report.purged === "number" && Array.isArray(report.consolidated)
-      && Array.isArray(report.abstracted));
+      && Array.isArray(report.abstracted) && typeof report.tiered === "object");
     assert.equal(typeof (await admin.purgeDeleted({ older_than_days: 0 })), "number");
     assert.equal(await admin.reindex(), 1);
     await admin.flush({ timeout: 120 });
+  });
+});
+
+/**
+ * An export of one memory written and last changed `days` ago: a server maintains at its own time, so an old
+ * memory is imported (1000 days: far past any tier's threshold; semantic memories are never evicted by decay).
+ */
+function agedExport(userId: string, content: string, days: number): { text: string; memoryId: string } {
+  const past = new Date(Date.now() - days * 86_400_000).toISOString();
+  const record = { content, user_id: userId, memory_id: randomUUID().replace(/-/g, ""), created_at: past, updated_at: past };
+  const header = { format: "portamem-export", version: 2, user_id: userId, records: 1, turns: 0 };
+  const body = [header, { record }].map((o) => JSON.stringify(o) + "\n").join("");
+  const sha256 = createHash("sha256").update(body).digest("hex");
+  return { text: body + JSON.stringify({ trailer: { records: 1, turns: 0, sha256 } }) + "\n", memoryId: record.memory_id };
+}
+
+describe("storage tiers", () => {
+  test("maintenance moves an old memory to the cold tier, where it is listed, fetched and searched when named, and setTier brings it back", async () => {
+    const tiers = new PortamemClient({ url: server.url, apiKey: await server.key("tiers-tenant") });
+    const user = newUser("tiers");
+    const aged = agedExport(user, "Watched the documentary about octopuses with Sam.", 1000);
+    assert.equal(await tiers.import(aged.text, { trusted: true }), 1);
+    const old = await tiers.getMemory(aged.memoryId, { user_id: user });
+    assert.equal(old.tier, "hot");
+    const recent = await tiers.saveMemory({ user_id: user, content: "Booked the dentist for next Thursday.", wait: true });
+    assert.equal(recent.tier, "hot");
+    assert.equal(recent.tiered_at, null);
+    assert.equal(old.tiered_at, null);
+
+    const report = await tiers.maintain();
+    assert.deepEqual(report.tiered, { cold: [old.memory_id] });
+    assert.deepEqual(await tiers.tierCounts({ user_id: user }), { hot: 1, warm: 0, cold: 1 });
+    assert.deepEqual(await tiers.tierCounts(), { hot: 1, warm: 0, cold: 1 });
+
+    const archived = await tiers.listMemories({ user_id: user, filters: { tiers: ["cold"] } });
+    assert.deepEqual(archived.map((r) => [r.memory_id, r.tier]), [[old.memory_id, "cold"]]);
+    assert.deepEqual((await tiers.listMemories({ user_id: user })).map((r) => r.memory_id), [recent.memory_id]);
+    const fetched = await tiers.getMemory(old.memory_id, { user_id: user });
+    assert.equal(fetched.tier, "cold");
+    assert.ok(fetched.tiered_at !== null);
+    const hits = await tiers.searchMemory({ user_id: user, query: "documentary about octopuses", tiers: ["cold"] });
+    assert.deepEqual(hits.map((h) => [h.record.memory_id, h.record.tier]), [[old.memory_id, "cold"]]);
+
+    assert.deepEqual(await tiers.setTier(old.memory_id, { user_id: user, tier: "hot" }), [old.memory_id]);
+    assert.deepEqual(await tiers.setTier([old.memory_id], { user_id: user, tier: "hot" }), []);
+    assert.deepEqual(await tiers.setTier([], { user_id: user, tier: "warm" }), []);
+    assert.equal((await tiers.getMemory(old.memory_id, { user_id: user })).tier, "hot");
+    assert.deepEqual(await tiers.tierCounts({ user_id: user }), { hot: 2, warm: 0, cold: 0 });
+    const me = await tiers.whoami();
+    const moves = (await tiers.history(old.memory_id, { user_id: user })).filter((h) => h.action === "tier");
+    assert.deepEqual(moves.map((h) => [(h.detail as { to: string }).to, h.actor]), [["cold", "maintain"], ["hot", me.key_id]]);
+  });
+
+  test("setTier and tierCounts refuse with the typed errors", async () => {
+    const user = newUser("tiers-refused");
+    const keyed = await mem.saveMemory({ user_id: user, content: "Loyalty number LH-99812.", key: "loyalty" });
+    await assert.rejects(mem.setTier(keyed.memory_id, { user_id: user, tier: "cold" }), ValidationError);
+    await assert.rejects(mem.setTier(keyed.memory_id, { user_id: user, tier: "lukewarm" as Tier }), ValidationError);
+    await assert.rejects(mem.searchMemory({ user_id: user, query: "loyalty", tiers: [] }), ValidationError);
+    await assert.rejects(mem.setTier(keyed.memory_id, { user_id: newUser("other"), tier: "warm" }), NotFoundError);
+    const reader = new PortamemClient({ url: server.url, apiKey: await server.key("acme", { readOnly: true }) });
+    await assert.rejects(reader.setTier(keyed.memory_id, { user_id: user, tier: "warm" }), PermissionDeniedError);
+    const bound = new PortamemClient({ url: server.url, apiKey: await server.key("acme", { users: [user] }) });
+    await assert.rejects(bound.tierCounts(), PermissionDeniedError);
+    assert.deepEqual(await bound.tierCounts({ user_id: user }), { hot: 1, warm: 0, cold: 0 });
+    assert.equal((await mem.getMemory(keyed.memory_id, { user_id: user })).tier, "hot");
   });
 });
 

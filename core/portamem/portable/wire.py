@@ -93,6 +93,10 @@ def dump_record(record: MemoryRecord, *, embedding: bool = False) -> dict[str, A
 
 
 def load_record(data: dict[str, Any]) -> MemoryRecord:
+    """A record as ``dump_record`` sent it; one from a server without storage tiers (no ``tier`` or
+    ``tiered_at``) is hot, never moved."""
+    if "tier" in data and data["tier"] is None:
+        data = {k: v for k, v in data.items() if k != "tier"}
     return MemoryRecord.from_dict(data)
 
 
@@ -165,13 +169,16 @@ def load_finding(data: dict[str, Any]) -> AuditFinding:
 def dump_report(report: MaintenanceReport) -> dict[str, Any]:
     return {"evicted": list(report.evicted), "purged": report.purged,
             "consolidated": [[kept, list(merged)] for kept, merged in report.consolidated],
-            "abstracted": list(report.abstracted)}
+            "abstracted": list(report.abstracted),
+            "tiered": {tier: list(ids) for tier, ids in report.tiered.items()}}
 
 
 def load_report(data: dict[str, Any]) -> MaintenanceReport:
+    """A report as ``dump_report`` sent it; an older server's lacks ``abstracted`` and ``tiered`` (empty)."""
     return MaintenanceReport(evicted=list(data["evicted"]), purged=int(data["purged"]),
                              consolidated=[(k, list(m)) for k, m in data["consolidated"]],
-                             abstracted=list(data.get("abstracted", [])))
+                             abstracted=list(data.get("abstracted") or []),
+                             tiered={str(t): list(ids) for t, ids in (data.get("tiered") or {}).items()})
 
 
 # ---------------------------------------------------------------------- a search's candidate table

@@ -295,6 +295,8 @@ def create_app(state: ServerState) -> FastAPI:
         if body.debug:
             who.check_scope("debug", "a search's candidate table")
         extra: dict[str, Any] = {} if body.sources is None else {"sources": tuple(body.sources)}
+        if body.tiers is not None:
+            extra["tiers"] = [t.value for t in body.tiers]
         trace: list[Any] | None = [] if body.debug else None
         if trace is not None:
             extra["trace"] = trace
@@ -378,6 +380,29 @@ def create_app(state: ServerState) -> FastAPI:
                  lambda m, b, w: mem.update_memory(m, user_id=b.user_id, tenant_id=w.tenant_id, content=b.content,
                                                    metadata=b.metadata),
                  "Rewrite a memory's content and/or metadata, keeping its id and history.")
+
+    @app.post("/v1/memories/tier", tags=["memories"])
+    async def set_tier(body: s.TierRequest, who: Who) -> dict[str, Any]:
+        """Move memories to a storage tier (hot, warm or cold), all or none, each move audited: a cold
+        memory comes back from the archive whole, a keyed one never goes cold. Answers the ids that moved."""
+        who.check_write()
+        ids = list(body.memory_ids)
+        moved = await on_memory(who, body.user_id, ids, lambda: write(
+            who, lambda: mem.set_tier(ids, body.tier.value, user_id=body.user_id, tenant_id=who.tenant_id),
+            user_id=body.user_id))
+        return {"moved": moved}
+
+    @app.get("/v1/tiers", tags=["memories"])
+    async def tier_counts(who: Who, user_id: Annotated[str | None, Query(min_length=1, max_length=256)] = None
+                          ) -> dict[str, Any]:
+        """Active memories in the hot and warm tiers and archived ones in the cold tier, of one user or
+        (a tenant-wide key) of the whole tenant."""
+        if user_id is None:
+            tenant_wide(who, "the tier counts of the whole tenant")
+        else:
+            who.check_user(user_id)
+        counts = await read(who, "read.tier_counts", mem.tier_counts, user_id=user_id, tenant_id=who.tenant_id)
+        return {"tier_counts": dict(counts)}
 
     @app.post("/v1/memories/{memory_id}/reveal", tags=["memories"])
     async def reveal(memory_id: str, body: s.UserRequest, who: Who) -> dict[str, Any]:
@@ -492,7 +517,8 @@ def create_app(state: ServerState) -> FastAPI:
 
     @app.post("/v1/maintain", tags=["tenant"])
     async def maintain(body: s.MaintainRequest, who: Who) -> dict[str, Any]:
-        """Evict decayed memories, purge those past the grace period, consolidate."""
+        """Evict decayed memories, purge those past the grace period, consolidate, move memories between
+        storage tiers by age and use (``tiered``: the ids moved, by the tier they moved to)."""
         tenant_wide(who, "maintenance")
         report = await write(who, lambda: mem.maintain(policy=body.policy, tenant_id=who.tenant_id), user_id=None)
         return wire.dump_report(report)

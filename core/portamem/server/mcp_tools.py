@@ -57,13 +57,16 @@ def build_mcp(memory: Memory, *, user_id: str, name: str = "portamem") -> MCPSer
 
     @server.tool()
     @_reported
-    async def search_memory(query: str, top_k: int = 5) -> dict[str, Any]:
-        """The user's memories most relevant to the query, best first, and the lines to put in a prompt."""
-        hits = await memory.asearch_memory(query, user_id=user_id, top_k=top_k, touch=True)  # a model reads them
+    async def search_memory(query: str, top_k: int = 5, archive: bool = False) -> dict[str, Any]:
+        """The user's memories most relevant to the query, best first, and the lines to put in a prompt.
+        archive: also search the archive of old, rarely used memories (the cold tier)."""
+        tiers = ("hot", "warm", "cold") if archive else None
+        hits = await memory.asearch_memory(query, user_id=user_id, top_k=top_k, touch=True,  # a model reads them
+                                           tiers=tiers)
         out: dict[str, Any] = {
             "memories": [{"memory_id": h.memory_id, "content": h.content, "score": h.score,
                           "found_by": list(h.found_by), "created_at": to_iso(h.record.created_at),
-                          "trust": h.record.trust.value} for h in hits],
+                          "trust": h.record.trust.value, "tier": h.record.tier.value} for h in hits],
             "prompt": format_memories(hits, ids=True),
         }
         if not hits:  # where it looked: a server key of another tenant, or another --user, is the usual reason

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..records import MemoryType, Source, Trust
+from ..records import MemoryType, Source, Tier, Trust
 
 __all__ = [
     "Draft",
@@ -26,6 +26,7 @@ __all__ = [
     "KeyedListRequest",
     "UserRequest",
     "ForgetRequest",
+    "TierRequest",
     "RefreshRequest",
     "UpdateRequest",
     "TurnRequest",
@@ -104,6 +105,9 @@ class SearchRequest(_Body):
     touch: bool = False
     #: also answer every candidate's sources, scores and fate (``trace``); needs a key with the ``debug`` scope
     debug: bool = False
+    #: storage tiers to search (default as ``Memory.search_memory``: hot and warm, the cold tier only when
+    #: named); takes the place of ``filters["tiers"]``
+    tiers: list[Tier] | None = Field(default=None, min_length=1, max_length=3)
 
 
 class ListRequest(_Body):
@@ -128,6 +132,14 @@ class UserRequest(_Body):
 class ForgetRequest(_Body):
     user_id: str = UserId
     memory_ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
+
+
+class TierRequest(_Body):
+    """Memories to move to a storage tier (``Memory.set_tier``)."""
+
+    user_id: str = UserId
+    memory_ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
+    tier: Tier
 
 
 class RefreshRequest(_Body):

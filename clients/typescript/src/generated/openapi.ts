@@ -327,6 +327,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/memories/tier": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set Tier
+         * @description Move memories to a storage tier (hot, warm or cold), all or none, each move audited: a cold
+         *     memory comes back from the archive whole, a keyed one never goes cold. Answers the ids that moved.
+         */
+        post: operations["set_tier_v1_memories_tier_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tiers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tier Counts
+         * @description Active memories in the hot and warm tiers and archived ones in the cold tier, of one user or
+         *     (a tenant-wide key) of the whole tenant.
+         */
+        get: operations["tier_counts_v1_tiers_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memories/{memory_id}/reveal": {
         parameters: {
             query?: never;
@@ -507,7 +549,8 @@ export interface paths {
         put?: never;
         /**
          * Maintain
-         * @description Evict decayed memories, purge those past the grace period, consolidate.
+         * @description Evict decayed memories, purge those past the grace period, consolidate, move memories between
+         *     storage tiers by age and use (``tiered``: the ids moved, by the tier they moved to).
          */
         post: operations["maintain_v1_maintain_post"];
         delete?: never;
@@ -847,12 +890,33 @@ export interface components {
              * @default false
              */
             debug?: boolean;
+            /** Tiers */
+            tiers?: components["schemas"]["Tier"][] | null;
         };
         /**
          * Source
          * @enum {string}
          */
         Source: "user" | "system" | "tool" | "web";
+        /**
+         * Tier
+         * @description Where a memory lives (``portamem.lifecycle.tiers``): hot in the vector index and the replica;
+         *     warm in the keyword and entity indexes only, its vector on disk; cold out of the record store's
+         *     tables, in the compressed archive, searched only on request.
+         * @enum {string}
+         */
+        Tier: "hot" | "warm" | "cold";
+        /**
+         * TierRequest
+         * @description Memories to move to a storage tier (``Memory.set_tier``).
+         */
+        TierRequest: {
+            /** User Id */
+            user_id: string;
+            /** Memory Ids */
+            memory_ids: string[];
+            tier: components["schemas"]["Tier"];
+        };
         /**
          * Trust
          * @enum {string}
@@ -1751,6 +1815,110 @@ export interface operations {
                 "application/json": components["schemas"]["UserRequest"];
             };
         };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    set_tier_v1_memories_tier_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TierRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    tier_counts_v1_tiers_get: {
+        parameters: {
+            query?: {
+                user_id?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
         responses: {
             /** @description Successful Response */
             200: {
