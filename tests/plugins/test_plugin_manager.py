@@ -148,3 +148,37 @@ def test_redaction_spans_resolve_longest_first_and_bad_spans_are_refused() -> No
     pm.register(Spans([Redaction(3, 99, "oops")]), name="bad")
     with pytest.raises(PluginError, match="bad"):
         Hooks(pm).redact("short text", None)  # type: ignore[arg-type]
+
+
+def test_a_habit_summariser_plugin_writes_the_abstract_memory(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from datetime import datetime, timedelta, timezone
+
+    from portamem import hookimpl
+    from portamem.lifecycle.abstraction import ABSTRACT_KEY
+
+    seen = []
+
+    class Summariser:
+        @hookimpl
+        def portamem_summarize_habit(self, habit, context):  # type: ignore[no-untyped-def]
+            seen.append((habit.words, habit.support, habit.of, context.user_id))
+            return f"Books window seats ({habit.support} of {habit.of})."
+
+    pm = get_plugin_manager(load_entrypoints=False)
+    pm.register(Summariser(), name="my_habits")
+    t0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
+    seats = ["Booked seat 14A (window) on LH902 to Munich.", "Booked a window seat, 22F, on BA1440 to London.",
+             "Flight to Paris booked: seat 9A, window.", "Booked seat 31C (aisle) on the Rome flight.",
+             "Booked window seat 3A on the Vienna flight.", "Flight to Oslo booked, seat 17F by the window.",
+             "Booked seat 12A, a window, on the Madrid flight."]
+    other = ["I live in Leeds.", "My dentist is Dr Shah.", "I love jazz.", "My sister Jo has two kids.",
+             "The car needs a service in May.", "I'm learning Spanish.", "My cat is called Miso.", "I work at a bank."]
+    with _memory(tmp_path, embedder, pm) as mem:
+        for i, text in enumerate(seats + other):
+            mem.save_memory(text, user_id="u", source="tool" if text in seats else "user",
+                            created_at=t0 + timedelta(days=3 * i))
+        mem.flush()
+        mem.maintain(now=t0 + timedelta(days=60))
+        habits = [r for r in mem.list_memories(user_id="u") if ABSTRACT_KEY in r.metadata]
+    assert len(habits) == 1 and seen and seen[0][3] == "u" and "window" in seen[0][0]
+    assert habits[0].content == f"Books window seats ({seen[0][1]} of {seen[0][2]})."
