@@ -169,6 +169,8 @@ def test_the_wire_carries_the_tier_and_reads_payloads_without_it() -> None:
     older = {k: v for k, v in sent.items() if k not in ("tier", "tiered_at")}
     assert (wire.load_record(older).tier, wire.load_record(older).tiered_at) == (Tier.HOT, None)
     assert wire.load_record({**older, "tier": None}).tier is Tier.HOT
+    # a field a newer server adds does not break this client
+    assert wire.load_record({**sent, "shelf_life": 3}).content == "x"
 
     report = MaintenanceReport(evicted=["a"], tiered={"cold": ["b", "c"], "hot": ["d"]})
     assert wire.load_report(wire.dump_report(report)) == report

@@ -8,6 +8,8 @@ client re-raises the very ``portamem.errors`` class the server raised.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 from .. import errors
@@ -92,11 +94,14 @@ def dump_record(record: MemoryRecord, *, embedding: bool = False) -> dict[str, A
     return record.to_dict(include_embedding=embedding)
 
 
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryRecord))
+
+
 def load_record(data: dict[str, Any]) -> MemoryRecord:
     """A record as ``dump_record`` sent it; one from a server without storage tiers (no ``tier`` or
-    ``tiered_at``) is hot, never moved."""
-    if "tier" in data and data["tier"] is None:
-        data = {k: v for k, v in data.items() if k != "tier"}
+    ``tiered_at``) is hot, never moved, and fields a newer server added are left out (a client keeps
+    working against a server one release ahead)."""
+    data = {k: v for k, v in data.items() if k in _RECORD_FIELDS and not (k == "tier" and v is None)}
     return MemoryRecord.from_dict(data)
 
 
