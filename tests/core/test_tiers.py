@@ -198,3 +198,30 @@ def test_a_store_of_schema_5_opens_with_every_memory_hot(tmp_path, embedder: Emb
     with Memory(settings=settings, embedder=embedder) as mem:
         assert mem.get_memory(saved.memory_id, user_id="u").tier is Tier.HOT
         assert mem.search_memory("Kowalski tap", user_id="u")[0].memory_id == saved.memory_id
+
+
+def test_the_warm_vectors_on_disk_answer_a_question_by_its_meaning(aged: tuple[Memory, dict[str, str]]) -> None:
+    mem, ids = aged
+    mem.maintain(now=T0 + timedelta(days=100))
+    query = "Who repaired the faucet, and what did it cost?"  # no word of the memory
+    assert ids[OLD[1]] not in {h.memory_id for h in mem.search_memory(query, user_id="u", tiers=["hot"])}
+    hits = mem.search_memory(query, user_id="u", tiers=["hot", "warm"], sources=["vector"])
+    assert hits[0].memory_id == ids[OLD[1]] and hits[0].found_by == ("vector",)
+    # the filters hold on the disk scan as on the index
+    assert not mem.search_memory(query, user_id="u", tiers=["warm"], sources=["vector"],
+                                 filters={"sources": ["tool"]})
+
+
+def test_an_index_that_lost_half_its_rows_to_the_lower_tiers_is_rebuilt(
+        aged: tuple[Memory, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    import portamem.lifecycle.maintenance as maintenance
+
+    mem, ids = aged
+    monkeypatch.setattr(maintenance, "REBUILD_MIN", 1)
+    rebuilt = []
+    real = maintenance.reindex
+    monkeypatch.setattr(maintenance, "reindex", lambda parts, **kw: rebuilt.append(real(parts, **kw)))
+    mem.maintain(now=T0 + timedelta(days=100))  # 4 of 8 rows leave the index
+    assert rebuilt == [4]
+    assert mem.index.ids() == {ids["identity"], ids["preference"], ids["keyed"], ids["recent"]}
+    assert mem.search_memory("aisle seats", user_id="u")[0].memory_id == ids["preference"]

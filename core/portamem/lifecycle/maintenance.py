@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..background.upkeep import index_now
+from ..background.upkeep import index_now, reindex
 from ..components import Components
 from ..duplicates import is_duplicate
 from ..errors import ValidationError
@@ -32,6 +32,10 @@ from .tiers import move, plan
 __all__ = ["MaintenanceReport", "Maintainer", "maintain", "consolidate", "absorb", "promote_candidates", "retier"]
 
 log = logging.getLogger(__name__)
+
+#: rebuild an embedded (milvus-lite) vector index when at least this many rows, and half of it, left
+#: the hot tier in one maintenance run
+REBUILD_MIN = 1000
 
 
 @dataclass
@@ -56,6 +60,7 @@ def maintain(
     now = now or utcnow()
     tenant_id = tenant_id or parts.tenant_id
     report = MaintenanceReport()
+    indexed_before = parts.index.count() if parts.settings.tiers else 0
     log.flush()  # decay counts from the last use: the buffered uses first
     named = parts.hooks.eviction_policies()
     if policy is not None and policy not in named:
@@ -84,6 +89,13 @@ def maintain(
             for target, moved in retier(parts, tenant_id, user_id, now=now).items():
                 report.tiered.setdefault(target.value, []).extend(moved)
     report.purged = purge(parts, tenant_id, (now - timedelta(days=parts.settings.grace_days)).timestamp())
+    left = sum(len(ids) for tier, ids in report.tiered.items() if tier != Tier.HOT.value)
+    if getattr(parts.index, "lite", False) and left >= max(REBUILD_MIN, indexed_before // 2):
+        # milvus-lite keeps deleted rows in its segments (memory, and every open reads them) until a
+        # compaction it rarely runs: an index that lost half its rows to the lower tiers is rebuilt
+        logging.getLogger(__name__).info("rebuilding the vector index: %d of %d rows left the hot tier", left,
+                                         indexed_before)
+        reindex(parts)
     return report
 
 

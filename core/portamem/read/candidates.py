@@ -10,7 +10,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -27,6 +27,7 @@ from ..storage.sql import RecordStore
 from ..storage.vectors import MilvusVectorIndex
 from ..text import tokenize
 from .calibration import Calibration, calibration_for, vector_score
+from .replica import UserVectors
 
 __all__ = ["SOURCES", "PRIOR_DOCS", "Candidate", "ComponentScorer", "CandidateFinder", "bm25_idf"]
 
@@ -151,8 +152,7 @@ class CandidateFinder:
                 else:  # statuses the index does not hold: exact scan of the stored vectors
                     vector_hits = self._scan(qvec, tenant_id, user_id, filters, k)
             if tiers is not None and Tier.WARM in tiers and filters.index_only_active:  # the warm vectors on disk
-                vector_hits = sorted(vector_hits + self._scan(qvec, tenant_id, user_id,
-                                                              replace(filters, tiers=(Tier.WARM,)), k),
+                vector_hits = sorted(vector_hits + self._scan_warm(qvec, tenant_id, user_id, filters, k),
                                      key=lambda hit: -hit[1])[:k]
             if queued:
                 vector_hits = _merge_queued(vector_hits, queued, qvec, k)
@@ -331,6 +331,17 @@ class CandidateFinder:
                 if wanted & {normalize_entity(e) for e in r.entities}:
                     picked.setdefault(r.memory_id, set()).add("entity")
         return {r.memory_id: (r, picked[r.memory_id]) for r in records if r.memory_id in picked}
+
+    def _scan_warm(self, qvec: np.ndarray, tenant_id: str, user_id: str, filters: SearchFilters,
+                   k: int) -> list[tuple[str, float]]:
+        """The exact top ``k`` of the user's warm vectors: their vector and filter columns only, read
+        from disk into one matrix for this search (never kept)."""
+        dim = int(qvec.shape[0])
+        rows = self.store.user_vectors(tenant_id, user_id, self.index.model, Tier.WARM)
+        if not rows:
+            return []
+        hits = UserVectors(dim, rows).search(qvec[None, :], k, filters)[0]
+        return [(h.memory_id, h.score) for h in hits]
 
     def _scan(
         self, qvec: np.ndarray, tenant_id: str, user_id: str, filters: SearchFilters, k: int

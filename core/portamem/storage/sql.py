@@ -766,20 +766,21 @@ class RecordStore:
         with self.engine.connect() as conn:
             return [row_record(r) for r in conn.execute(q)]
 
-    def user_vectors(self, tenant_id: str, user_id: str, model: str) -> list[Any]:
-        """The raw index fields of a user's active rows with a vector of ``model`` (the read replica's load)."""
+    def user_vectors(self, tenant_id: str, user_id: str, model: str, tier: Tier = Tier.HOT) -> list[Any]:
+        """The raw index fields of a user's active rows of one tier with a vector of ``model`` (the read
+        replica's load of the hot tier; a scan of the warm one's vectors on disk)."""
         c = memories.c
         if self.is_sqlite:
             with self.engine.connect() as conn:
                 return fast.driver(conn).execute(
                     "SELECT memory_id, embedding, type, source, trust, session_id, agent_id, created_at, importance "
                     "FROM memories WHERE tenant_id = ? AND user_id = ? AND status = ? AND embedding_model = ? "
-                    "AND embedding IS NOT NULL AND tier = 'hot' ORDER BY pk",
-                    (tenant_id, user_id, Status.ACTIVE.value, model)).fetchall()
+                    "AND embedding IS NOT NULL AND tier = ? ORDER BY pk",
+                    (tenant_id, user_id, Status.ACTIVE.value, model, tier.value)).fetchall()
         q = sa.select(c.memory_id, c.embedding, c.type, c.source, c.trust, c.session_id, c.agent_id,
                       c.created_at, c.importance).where(
             *self._scope(tenant_id, user_id), c.status == Status.ACTIVE.value, c.embedding_model == model,
-            c.embedding.is_not(None), c.tier == Tier.HOT.value).order_by(c.pk)
+            c.embedding.is_not(None), c.tier == tier.value).order_by(c.pk)
         with self.engine.connect() as conn:
             return list(conn.execute(q))
 

@@ -482,8 +482,11 @@ class MilvusVectorIndex:
 
     def count(self) -> int:
         self.drain()
+        # milvus-lite answers a filtered count by reading every matching row (12.5 s and +1.6 GB at 100k
+        # rows); with no filter it reads its row count (0.1 s). A server wants the filter.
         with self._lock:
-            rows = self.client.query(self.name, filter=self._ALL, output_fields=["count(*)"], **self._consistency)
+            rows = self.client.query(self.name, filter="" if self.lite else self._ALL, output_fields=["count(*)"],
+                                     **self._consistency)
         return int(rows[0]["count(*)"])
 
     def ids(self) -> set[str]:
