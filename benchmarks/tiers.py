@@ -24,10 +24,11 @@ the process's; the same process opened on an empty store is the baseline.
 
 Passes over the questions, in this order: recent (default search); in A, old with
 ``tiers=["hot", "warm"]`` and with ``["hot", "warm", "cold"]``, both with the background cold
-loads switched off so they leave the tiers as maintenance left them; old (default search: the hot
-tier, plus the warm tier's keyword and entity matches when the best hot hit scores below
-``Settings.warm_below``; a query naming an entity only the cold tier holds loads those memories
-back in the background); in A, old again, after those loads landed.
+loads switched off so they leave the tiers as maintenance left them; old (default search: the
+vector index's hot tier and the keyword and entity matches of hot and warm, the warm vectors on
+disk too when the best hit scores below ``Settings.warm_below``; a query naming an entity only the
+cold tier holds loads those memories back in the background); in A, old again, after those loads
+landed.
 
 Vectors are the packaged default embedder's own (multilingual-e5-small-q4), computed for every
 distinct text (the LoCoMo turns, the identity and preference sentences and the questions, ~3,200
