@@ -283,8 +283,10 @@ class Year:
 
 # ---------------------------------------------------------------------- phases
 def settings_for(path: Path, tiers: bool, questions: int) -> Settings:
-    # eviction off in both stores (see the module docstring); room in the query cache for every question
-    return Settings(path=str(path), tiers=tiers, evict_below=0.0, query_cache_size=max(1024, 4 * questions + 256))
+    # eviction off in both stores (see the module docstring); room in the query cache for every question;
+    # PORTAMEM_* variables set the rest (PORTAMEM_WARM_BELOW=0: no scan of the warm vectors)
+    return Settings.load(path=str(path), tiers=tiers, evict_below=0.0,
+                         query_cache_size=max(1024, 4 * questions + 256))
 
 
 def build(year: Year, table: Path, store: Path, batch_users: int) -> dict[str, float]:
