@@ -217,6 +217,8 @@ def test_an_index_that_lost_half_its_rows_to_the_lower_tiers_is_rebuilt(
     import portamem.lifecycle.maintenance as maintenance
 
     mem, ids = aged
+    if not mem.index.lite:
+        pytest.skip("a Milvus server compacts its own deletes: only milvus-lite's index is rebuilt")
     monkeypatch.setattr(maintenance, "REBUILD_MIN", 1)
     rebuilt = []
     real = maintenance.reindex
