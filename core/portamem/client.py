@@ -86,6 +86,13 @@ def _filters(value: SearchFilters | Mapping[str, Any] | None) -> dict[str, Any] 
     return _jsonable(value)
 
 
+def _memory_ids(value: Any) -> list[str]:
+    """One id or a list of them, as a list."""
+    if not isinstance(value, (str, list, tuple)):
+        raise ValidationError(f"memory ids must be a string or a list of strings, got {type(value).__name__}")
+    return [value] if isinstance(value, str) else list(value)
+
+
 def _tiers(value: Any) -> list[str]:
     """Tier names, checked as ``Memory`` checks them (one name, or a non-empty list of hot, warm, cold)."""
     tiers = SearchFilters.coerce({"tiers": value}).tiers
@@ -330,9 +337,7 @@ class RemoteMemory:
     def _forget_memory(self, memory_ids: Sequence[str] | str, *, user_id: str, tenant_id: str | None = None) -> _Call:
         """Soft-delete memories: they leave search at once."""
         self._tenant(tenant_id)
-        if not isinstance(memory_ids, (str, list, tuple)):
-            raise ValidationError(f"memory ids must be a string or a list of strings, got {type(memory_ids).__name__}")
-        ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
+        ids = _memory_ids(memory_ids)
         if not ids:
             return _Call("GET", "/v1/health", decode=lambda _: [])
         return _Call("POST", "/v1/memories/forget", {"user_id": user_id, "memory_ids": ids},
@@ -346,9 +351,7 @@ class RemoteMemory:
         if now is not None:
             raise ValidationError("now is an in-process option; a server moves memories at its own time")
         target = _tiers([tier])[0]
-        if not isinstance(memory_ids, (str, list, tuple)):
-            raise ValidationError(f"memory ids must be a list of strings, got {type(memory_ids).__name__}")
-        ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
+        ids = _memory_ids(memory_ids)
         if not ids:
             return _Call("GET", "/v1/health", decode=lambda _: [])
         return _Call("POST", "/v1/memories/tier", {"user_id": user_id, "memory_ids": ids, "tier": target},

@@ -303,9 +303,10 @@ class Memory:
     ) -> list[SearchHit]:
         """Hybrid search of one user's memories; each hit carries its score breakdown and provenance.
 
-        ``tiers`` (or ``filters["tiers"]``) names the storage tiers to search: by default the hot tier,
-        and the warm one's keyword and entity matches when the hot evidence is thin; ``("hot", "warm")``
-        scans the warm vectors too, and ``"cold"`` reads the user's archive (``portamem.lifecycle.tiers``).
+        ``tiers`` (or ``filters["tiers"]``) names the storage tiers to search: by default the vector
+        index (hot) and the keyword and entity matches of hot and warm, the warm vectors on disk too when
+        the best hit is weak; ``("hot", "warm")`` always scans the warm vectors, and ``"cold"`` reads the
+        user's archive (``portamem.lifecycle.tiers``).
 
         ``touch`` counts the hits as used (a model reads them, as ``recall``, the adapters' tools and the
         MCP tool do): their access count and last use move, off the search path, with the retrieval log's

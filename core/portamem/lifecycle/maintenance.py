@@ -60,7 +60,9 @@ def maintain(
     now = now or utcnow()
     tenant_id = tenant_id or parts.tenant_id
     report = MaintenanceReport()
-    indexed_before = parts.index.count() if parts.settings.tiers else 0
+    # only an embedded index is rebuilt (below): a server's count is a query of every row
+    rebuildable = parts.settings.tiers and getattr(parts.index, "lite", False)
+    indexed_before = parts.index.count() if rebuildable else 0
     log.flush()  # decay counts from the last use: the buffered uses first
     named = parts.hooks.eviction_policies()
     if policy is not None and policy not in named:
@@ -90,7 +92,7 @@ def maintain(
                 report.tiered.setdefault(target.value, []).extend(moved)
     report.purged = purge(parts, tenant_id, (now - timedelta(days=parts.settings.grace_days)).timestamp())
     left = sum(len(ids) for tier, ids in report.tiered.items() if tier != Tier.HOT.value)
-    if getattr(parts.index, "lite", False) and left >= max(REBUILD_MIN, indexed_before // 2):
+    if rebuildable and left >= max(REBUILD_MIN, indexed_before // 2):
         # milvus-lite keeps deleted rows in its segments (memory, and every open reads them) until a
         # compaction it rarely runs: an index that lost half its rows to the lower tiers is rebuilt
         logging.getLogger(__name__).info("rebuilding the vector index: %d of %d rows left the hot tier", left,

@@ -3,7 +3,8 @@ disk), cold (out of the record store's tables, in the compressed archive).
 
 Maintenance plans the moves from age, use and kind (``plan``): a memory unused for
 ``Settings.warm_after_days`` (or its half-life, when longer) goes warm, one unused for
-``cold_after_days`` (or three half-lives) and rarely used (``cold_max_access``) goes cold; a warm memory used since its move comes back hot. Identity,
+``cold_after_days`` (or three half-lives) and rarely used (``cold_max_access``) goes cold; a warm
+memory used since its move comes back hot. Identity,
 preferences, keyed and abstract memories and the user's current statements (``portamem.statements``:
 "the budget is 12000 now") stay hot by age alone: archiving a six-month-old preference is how an
 agent "forgets" it. A memory an abstract one stands for (``abstracted_into``) goes warm once unused for
@@ -25,6 +26,7 @@ from datetime import datetime, timedelta
 
 from ..background.upkeep import index_now
 from ..components import Components
+from ..config import Settings
 from ..errors import NotFoundError, ValidationError
 from ..records import MemoryRecord, Status, Tier, utcnow
 from ..statements import statements_of
@@ -67,12 +69,12 @@ def last_use(record: MemoryRecord) -> datetime:
     return max(t for t in times if t is not None)
 
 
-def plan(records: Sequence[MemoryRecord], now: datetime, settings: object) -> list[Move]:
+def plan(records: Sequence[MemoryRecord], now: datetime, settings: Settings) -> list[Move]:
     """The moves maintenance makes among one user's active hot and warm memories."""
     s = settings
-    warm_after = timedelta(days=s.warm_after_days)  # type: ignore[attr-defined]
-    cold_after = timedelta(days=s.cold_after_days)  # type: ignore[attr-defined]
-    abstracted_after = timedelta(days=s.tier_abstracted_days)  # type: ignore[attr-defined]
+    warm_after = timedelta(days=s.warm_after_days)
+    cold_after = timedelta(days=s.cold_after_days)
+    abstracted_after = timedelta(days=s.tier_abstracted_days)
     moves: list[Move] = []
     for r in records:
         if r.status is not Status.ACTIVE or r.tier is Tier.COLD:
@@ -90,7 +92,7 @@ def plan(records: Sequence[MemoryRecord], now: datetime, settings: object) -> li
             target, reason = Tier.WARM, "an abstract memory stands for it"
         if not pinned(r) and idle >= warm_at:
             target, reason = Tier.WARM, f"unused for {idle.days} days"
-            if idle >= cold_at and r.access_count <= s.cold_max_access:  # type: ignore[attr-defined]
+            if idle >= cold_at and r.access_count <= s.cold_max_access:
                 target, reason = Tier.COLD, f"unused for {idle.days} days, used {r.access_count} times"
         if _ORDER[target] > _ORDER[r.tier]:
             moves.append(Move(r.memory_id, r.tier, target, reason))

@@ -179,10 +179,10 @@ class CandidateFinder:
             if "entity" in gen:
                 for memory_id, _ in self.store.entity_search(tenant_id, user_id, selective, filters, k):
                     add(memory_id, "entity")
-            if unheld and not cold and self.on_cold is not None and (tiers is None or Tier.COLD not in tiers):
-                archived = self.store.cold_entity_ids(tenant_id, user_id, unheld)
-                if archived:  # named, and only the cold tier holds it: loaded for the next searches
-                    self.on_cold(tenant_id, user_id, archived)
+                if unheld and not cold and self.on_cold is not None and (tiers is None or Tier.COLD not in tiers):
+                    archived = self.store.cold_entity_ids(tenant_id, user_id, unheld)
+                    if archived:  # named, and only the cold tier holds it: loaded for the next searches
+                        self.on_cold(tenant_id, user_id, archived)
         if not found:
             return found
         # the store re-checks tenant, user and filters: the index is never trusted for isolation

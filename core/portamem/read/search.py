@@ -116,20 +116,18 @@ class Search:
                 dedupe=s.dedupe,
             )
 
+        # a tiered search may rank again: the trace is kept for its last ranking
         hits = ranked(candidates, None if tiered else trace)
         if tiered:
+            warm: dict[str, Candidate] = {}
             if not hits or hits[0].score < s.warm_below:
                 warm = self.retriever.candidates(
                     query, tenant_id=tenant_id, user_id=user_id, filters=replace(filters, tiers=(Tier.WARM,)),
                     k=max(s.candidate_k, k), sources=sources, generate=["vector"],
                 )
                 warm = {m: c for m, c in warm.items() if m not in candidates}
-                if warm:
-                    candidates = {**warm, **candidates}
-                    hits = ranked(candidates, trace)
-                elif trace is not None:
-                    hits = ranked(candidates, trace)
-            elif trace is not None:
+                candidates = {**warm, **candidates}
+            if warm or trace is not None:
                 hits = ranked(candidates, trace)
         if filters.agent_id is not None:  # the agent's private memories before the shared layer
             hits.sort(key=lambda h: h.record.agent_id is None)
