@@ -34,6 +34,9 @@ class WriteContext:
     #: for turns being summarised: their statements were captured as memories of their own already,
     #: so an episode need not repeat them (it points at them)
     captured: bool = False
+    #: for turns being summarised: the texts of the memories captured from them (``captured``), which
+    #: the episode points at instead of repeating
+    captured_texts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -65,15 +65,18 @@ def _worth_keeping(sentence: str, *, user: bool) -> bool:
 
 
 def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS, *,
-                       facts_captured: bool = False) -> dict[str, Any] | None:
+                       facts_captured: bool = False, captured: Sequence[str] = ()) -> dict[str, Any] | None:
     """Rule mode: the five fields of one event, from what the turns say rather than a transcript.
 
     The user's statements become key facts in their normalised form ("lives_in: Paris (was Lyon)");
     a request to the assistant is the intent, the assistant's decision or confirmation its outcome;
     other sentences of the user's that hold a name, number or decision are kept as said. Small talk,
     questions and their answers leave nothing. With ``facts_captured`` (the write-triggers capture the
-    user's statements as memories of their own) the episode's text leaves the statements out: each
-    fact is stored once, and the episode points at it (``covers``). None when nothing is left.
+    user's statements as memories of their own) the episode's text leaves the statements out, and the
+    other sentences ``captured`` holds (the texts of the memories captured from these turns): each fact
+    is stored once, and the episode points at it (``covers``). A request enters the text only with
+    what came of it ("Book a table → Booked Dishoom for 8pm"): a question put to the assistant is not
+    an event. None when nothing is left.
     """
     key_facts: list[str] = []
     said: list[str] = []
@@ -82,6 +85,7 @@ def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS, *,
     outcome: str | None = None
     for turn in turns:
         asked = False
+        acts = {act for _, act in utterances(turn.user)}
         for sentence, act in utterances(turn.user):
             if act == "request":
                 intent = intent or _intent(sentence)
@@ -95,20 +99,28 @@ def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS, *,
             elif _worth_keeping(sentence, user=True):
                 key_facts.append(sentence)
                 said.append(sentence)
+        if acts and acts <= {"question", "smalltalk"}:
+            continue  # the answer to a question (advice, a fact looked up) is not an event's outcome
         for sentence, act in utterances(turn.assistant):
             # what was done: a decision, or what the assistant reports back on a request (a reference, a date)
             if act == "statement" and (has_decision(sentence) or (asked and _worth_keeping(sentence, user=False))):
                 outcome = sentence
-    told = said + ([] if facts_captured else stated)
+    kept = [_letters(c) for c in captured]
+    told = [s for s in said if not any(k and (k in _letters(s) or _letters(s) in k) for k in kept)] \
+        + ([] if facts_captured else stated)
     if not told and outcome is None:
         return None
-    head = " → ".join(x for x in (intent, outcome) if x)
+    head = " → ".join(x for x in (intent, outcome) if x) if outcome else ""
     summary = " ".join(x for x in [head, *told] if x)
     if len(summary) > max_chars:
         summary = summary[: max_chars - 1].rstrip() + "…"
     entities = list(dict.fromkeys(e for t in [*told, *(x for x in (intent, outcome) if x)] for e in extract_entities(t)))
     return {"summary": summary, "key_facts": key_facts, "user_intent": intent, "outcome": outcome,
             "entities": entities}
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
 _ASKING = re.compile(r"^(?:please\s+|pls\s+|kindly\s+|can you\s+|could you\s+|would you\s+|will you\s+|"
@@ -132,7 +144,7 @@ def _render(statement: Statement) -> str:
 
 @hookimpl(trylast=True)
 def portamem_summarize_turns(turns: Sequence[Turn], context: WriteContext) -> dict[str, Any] | None:
-    return extractive_episode(turns, facts_captured=context.captured)
+    return extractive_episode(turns, facts_captured=context.captured, captured=context.captured_texts)
 
 
 @hookimpl(trylast=True)

@@ -19,8 +19,8 @@ from portamem.text import tokenize
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
 
 
-def _hit(text: str, day: int, score: float) -> SearchHit:
-    record = MemoryRecord(content=text, user_id="u", created_at=T0 + timedelta(days=day))
+def _hit(text: str, day: int, score: float, triples: list[list[str]] | None = None) -> SearchHit:
+    record = MemoryRecord(content=text, user_id="u", created_at=T0 + timedelta(days=day), triples=triples or [])
     return SearchHit(record, score, ScoreBreakdown(score, {"vector": score, "keyword": 0.0}, {"vector": 1.0, "keyword": 0.5}),
                      ("vector",))
 
@@ -103,9 +103,20 @@ def test_a_change_outdates_what_its_own_clause_is_about_only() -> None:
 def test_a_change_the_question_does_not_ask_about_outdates_nothing() -> None:
     dog = _hit("we just adopted a rescue greyhound called Biscuit", 1, 0.27)
     vet = _hit("The vet called, they had to bump Biscuit to 5 June at 10:40", 9, 0.13)
-    assert [h.content for h in for_prompt([dog, vet])] == [vet.content]  # without the question: both name Biscuit
     assert [h.content for h in for_prompt([dog, vet], query="What breed is my dog?")] == [dog.content, vet.content]
-    assert [h.content for h in for_prompt([dog, vet], query="When is Biscuit's vet appointment?")] == [vet.content]
+    # a new date outdates a date: the line that gives none still stands, whatever the question
+    assert [h.content for h in for_prompt([dog, vet])] == [dog.content, vet.content]
+    first = _hit("Biscuit's first vet check is on 2 June at Oakfield Vets", 5, 0.3)
+    asked = "When is Biscuit's vet appointment?"
+    assert [h.content for h in for_prompt([first, dog, vet], query=asked)] == [vet.content, dog.content]
+
+
+def test_a_change_leaves_what_the_older_memory_states_about_other_things() -> None:
+    job = _hit("Starting as a machine learning engineer at Delivery Hero on 1 September.", 1, 0.17,
+               triples=[["user", "occupation", "machine learning engineer"], ["user", "works_at", "Delivery Hero"]])
+    start = _hit("Quick update, HR rescheduled my start to 16 September because of onboarding batches", 9, 0.15)
+    assert [h.content for h in for_prompt([job, start], query="Where do I work?")] == [job.content, start.content]
+    assert [h.content for h in for_prompt([job, start], query="When do I start the new job?")] == [start.content]
 
 
 def test_a_number_before_chinese_is_its_own_token() -> None:

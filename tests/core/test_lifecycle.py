@@ -100,6 +100,14 @@ def test_the_last_acknowledged_value_wins_within_one_indexer_batch(memory: Memor
     assert [h.memory_id for h in memory.search_memory("我的预算是多少？", user_id="u1")] == [third.memory_id]
 
 
+def test_no_longer_having_a_thing_outdates_the_fuller_name_of_it(memory: Memory) -> None:
+    golf = memory.save_memory("I drive a 2015 VW Golf, it's costing me a fortune in repairs.", user_id="u1", wait=True)
+    sold = memory.save_memory("I sold the Golf!", user_id="u1", wait=True)
+    assert memory.get_memory(golf.memory_id, user_id="u1").superseded_by == sold.memory_id
+    kia = memory.save_memory("I drive a Kia Niro now.", user_id="u1", wait=True)  # another thing: stands beside it
+    assert {r.memory_id for r in memory.list_memories(user_id="u1")} == {sold.memory_id, kia.memory_id}
+
+
 def test_another_users_value_supersedes_nothing(memory: Memory) -> None:
     mine = memory.save_memory("My budget is 5000.", user_id="u1")
     memory.save_memory("My budget is 9000.", user_id="u2")

@@ -194,6 +194,21 @@ def test_rule_mode_episodes_leave_out_greetings_questions_and_captured_facts() -
     assert zh is not None and zh["key_facts"] == ["lives in: 杭州"] and "谢谢" not in zh["summary"]
 
 
+def test_rule_mode_episodes_leave_out_captured_sentences_and_answers_to_questions() -> None:
+    turns = [Turn("So I've cut down to 25 km a week for the next fortnight", "Sensible."),
+             Turn("Also switched to Hoka Clifton, the Brooks were giving me blisters", "Well cushioned."),
+             Turn("can you remind me what time goal I set?", "Sub 3:30.")]
+    kept = extractive_episode(turns, facts_captured=True)
+    assert kept is not None and "25 km" in kept["summary"]  # nothing captured long-term: the episode holds it
+    # both sentences are memories of their own; a request that came to nothing is not an event
+    assert extractive_episode(turns, facts_captured=True, captured=[
+        "So I've cut down to 25 km a week for the next fortnight",
+        "Also switched to Hoka Clifton, the Brooks were giving me blisters"]) is None
+    # advice given in answer to a question is not the outcome of anything the user did
+    asked = [Turn("Should I cancel the Admiral insurance?", "Yes, call them to cancel; you may get a partial refund.")]
+    assert extractive_episode(asked) is None
+
+
 def test_llm_merger_strict_json_two_retries_then_pass() -> None:
     from portamem_plugins.summarize import LLMMerger
 

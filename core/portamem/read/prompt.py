@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..records import SearchHit, from_iso, utcnow
-from ..statements import content_words
+from ..records import MemoryRecord, SearchHit, from_iso, utcnow
+from ..statements import content_words, same_slot, statements_of
 from ..text import has_cjk
 from .current import current_answers
 from .preload import PRELOAD
@@ -123,10 +123,26 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
     if not changed:
         return False
     said = content_words(" ".join(changed))
-    if asked is not None and not said & asked and newer.score < _RELEVANT_SHARE * older.score:
+    if asked is not None and not said & asked and (newer.score < _RELEVANT_SHARE * older.score
+                                                   or _states_more(o, n)):
         return False  # a change of something the question does not ask about ("bump the vet to 5 June")
+    pieces = [p for c in changed for p in re.split(r"[,，、]", c) if _CHANGE.search(p)]
+    if pieces and all(_QUANTITY.search(p) for p in pieces) and not _QUANTITY.search(o.content):
+        return False  # a new date or amount outdates a date or amount ("bump Biscuit to 5 June" leaves her breed)
     shared = said & content_words(o.content)
     return len(shared) >= 2 or any(len(w) >= 2 and has_cjk(w) for w in shared)
+
+
+#: a date, time or amount: digits, or Chinese numerals before a unit
+_QUANTITY = re.compile(r"\d|[一二两三四五六七八九十百千万半]+\s*(?:月|号|日|点|块|元|万|千|百|公斤|斤|岁|个|次|天|周|年|小时|分钟?|公里|兆)")
+
+
+def _states_more(older: MemoryRecord, newer: MemoryRecord) -> bool:
+    """The older memory states something on a slot the newer does not state ("Starting as an ML engineer
+    at Delivery Hero on 1 September" against "HR rescheduled my start to 16 September": the employer
+    and the title still stand)."""
+    mine = statements_of(newer)
+    return any(not any(same_slot(new, old) for new in mine) for old in statements_of(older))
 
 
 #: a question about what the user usually does or prefers: an abstract memory answers it first

@@ -154,7 +154,7 @@ def _decide(mine: Sequence[Statement], other: MemoryRecord) -> str | None:
             if same_slot(new, old):
                 if new.polarity == old.polarity and (same_value(new.value, old.value) or new.multi_valued):
                     repeated.add(b)
-                elif new.polarity or old.polarity is False or _generic(new) or same_value(new.value, old.value):
+                elif new.polarity or old.polarity is False or _generic(new) or _same_thing(new.value, old.value):
                     outdated.add(b)  # another value, or "no longer" of this one (or of the slot, unnamed)
             elif new.previous and old.polarity and (same_value(old.value, new.previous)
                                                     or content_words(new.previous) <= content_words(old.value)):

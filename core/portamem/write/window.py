@@ -115,14 +115,14 @@ def _letters(text: str) -> str:
     return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
-def captured_from(
-    parts: Components, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> list[str]:
-    """Ids of memories the write-triggers captured from these turns (same session, same time)."""
+def captured_records(
+    parts: Components, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> list[MemoryRecord]:
+    """The memories the write-triggers captured from these turns (same session, same time)."""
     times = {t.created_at.timestamp() for t in turns}
     window = SearchFilters(statuses=(Status.ACTIVE, Status.PENDING), session_id=session_id,
                            created_after=min(turns, key=lambda t: t.created_at).created_at - timedelta(seconds=1),
                            created_before=max(turns, key=lambda t: t.created_at).created_at)
-    return [r.memory_id for r in parts.store.list(tenant_id, user_id, window)
+    return [r for r in parts.store.list(tenant_id, user_id, window)
             if "trigger" in r.metadata and r.created_at.timestamp() in times]
 
 
@@ -134,14 +134,18 @@ def episode_draft(
     and its key facts, intent and outcome); None when nothing was worth keeping. The turns themselves
     ride in its metadata. ``captured``: the turns' statements were captured as memories of their own
     (portamem's own window), so the episode points at them rather than repeating them."""
+    covered = captured_records(parts, turns, user_id, tenant_id, session_id)
+    covers = [r.memory_id for r in covered]
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings,
-                       session_id=session_id, source=Source.USER, explicit=False, captured=captured)
+                       session_id=session_id, source=Source.USER, explicit=False, captured=captured,
+                       # a working candidate may decay before it is seen again: the episode keeps its sentence
+                       captured_texts=tuple(r.content for r in covered if r.type is not MemoryType.WORKING)
+                       if captured else ())
     found = parts.hooks.summarize_turns(turns, ctx)
     fields = found if isinstance(found, dict) else {"summary": found or ""}
     text = str(fields["summary"]).strip()[: parts.settings.max_content_chars]
     if not text:
         return None
-    covers = captured_from(parts, turns, user_id, tenant_id, session_id)
     episode = {k: fields[k] for k in ("key_facts", "user_intent", "outcome") if fields.get(k)}
     return MemoryDraft(
         content=text,
