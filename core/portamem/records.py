@@ -205,6 +205,9 @@ class SearchHit:
     breakdown: ScoreBreakdown
     found_by: tuple[str, ...]
     conflicts_with: tuple[str, ...] = ()
+    #: older memories this hit outdates in a prompt (``portamem.read.prompt.for_prompt``), each as
+    #: (text, ISO date): their line gives way to this one, which says what it replaced
+    replaces: tuple[tuple[str, str], ...] = ()
 
     @property
     def memory_id(self) -> str:

@@ -102,11 +102,17 @@ _FILLER = frozenset("now still actually currently anymore any longer new old".sp
 
 
 def _stem(word: str) -> str:
+    """Plural, -ing, -ed, -al and a final e folded: "rehearse", "rehearsals" and "rehearsing" are one
+    word, as are "renewal" and "renews"."""
     if not word.isascii() or len(word) <= 3:
         return word
     for suffix in ("ing", "ies", "es", "s", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    for suffix in ("al", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
     return word
 
 

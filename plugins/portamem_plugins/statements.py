@@ -38,9 +38,14 @@ _TIME = re.compile(
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d{4})(?:\s+\d{1,4})?|"
     r"(?:a|one|two|three|four|five|six|a few|a couple of|\d+)\s+(?:days?|weeks?|months?|years?)\s+ago)$", re.I)
 _LEAD = re.compile(r"^(?:(?:big |good |some |great )?news|update|fyi|by the way|btw|also|oh|well|so|actually|"
+                   r"(?:it )?turns out(?: that)?|correction|"
                    r"anyway|just so you know|heads up|quick update|one more thing|and|but|ok(?:ay)?|alright|"
                    r"(?:please )?(?:remember|note|keep in mind|don't forget)(?: that)?)\s*[:,!-]?\s+", re.I)
 _SUBJ = r"\b(?:i|we)(?:'ve| have| had)?\s+(?:just\s+|recently\s+|finally\s+|now\s+|officially\s+|already\s+|since\s+)*"
+#: the subject, or none at the sentence's start: people drop it in chat for a change they report
+#: ("Also switched to Hoka Clifton", "quit coffee completely")
+_SUBJ_OPT = (r"(?:\b(?:i|we)(?:'ve| have| had)?\s+|^)(?:just\s+|recently\s+|finally\s+|now\s+|officially\s+|"
+             r"already\s+|since\s+)*")
 
 _PROFESSIONS = (
     r"engineer|developer|programmer|teacher|nurse|doctor|physician|surgeon|chef|cook|baker|designer|student|lawyer|"
@@ -85,7 +90,7 @@ _CHANGE_WORD = re.compile(r"\b(?:now|changed|moved|new|switched|updated|no longe
 
 def _en(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern.replace("{P}", _P).replace("{PREV}", _PREV).replace("{END}", _END)
-                      .replace("{SUBJ}", _SUBJ).replace("{ATTR}", _ATTR).replace("{VAL}", _VAL)
+                      .replace("{SUBJ}", _SUBJ).replace("{SUBJ?}", _SUBJ_OPT).replace("{ATTR}", _ATTR).replace("{VAL}", _VAL)
                       .replace("{PRV}", _PRV).replace("{CHANGE}", _CHANGE), re.I)
 
 
@@ -93,9 +98,9 @@ def _en(pattern: str) -> re.Pattern[str]:
 _ENGLISH: list[tuple[re.Pattern[str], str, bool, str]] = [
     (re.compile(r"\b(?i:my name is|my name's|call me|you can call me|i go by|i'm called|i am called)\s+"
                 r"(?P<value>[A-Z\u00C0-\u024F][\w'\-]*(?:\s+[A-Z\u00C0-\u024F][\w'\-]*){0,3})"), "name", True, "identity"),
-    (_en(r"{SUBJ}(?:moved|relocated)(?:\s+(?:house|home|back|over))?\s+from\s+{PREV}\s+(?:to|into|over to)\s+{P}{END}"),
+    (_en(r"{SUBJ?}(?:moved|relocated)(?:\s+(?:house|home|back|over))?\s+from\s+{PREV}\s+(?:to|into|over to)\s+{P}{END}"),
      "lives_in", True, "identity"),
-    (_en(r"{SUBJ}(?:moved|relocated)(?:\s+(?:house|home|back|over))?\s+(?:to|into)\s+{P}{END}"), "lives_in", True,
+    (_en(r"{SUBJ?}(?:moved|relocated)(?:\s+(?:house|home|back|over))?\s+(?:to|into)\s+{P}{END}"), "lives_in", True,
      "identity"),
     (_en(r"\b(?:i(?:'m| am)|we(?:'re| are))\s+(?:now\s+|finally\s+|officially\s+)?(?:moving|relocating)\s+(?:to|into)\s+"
          r"{P}{END}"), "lives_in", True, "identity"),
@@ -142,9 +147,14 @@ _ENGLISH: list[tuple[re.Pattern[str], str, bool, str]] = [
      "allergic_to", True, "identity"),
     (_en(r"\bi(?:'m| am)\s+(?:no longer|not)\s+allergic\s+to\s+{P}{END}"), "allergic_to", False, "identity"),
     # switching from one thing to another
-    (_en(r"{SUBJ}(?:switched|changed|moved|upgraded|downgraded|converted|swapped|migrated)\s+(?:over\s+)?"
+    (_en(r"{SUBJ?}(?:switched|changed|moved|upgraded|downgraded|converted|swapped|migrated)\s+(?:over\s+)?"
          r"from\s+{PREV}\s+to\s+{P}{END}"), "uses", True, "preference"),
-    (_en(r"{SUBJ}(?:switched|swapped|migrated)\s+(?:over\s+)?to\s+{P}{END}"), "uses", True, "preference"),
+    (_en(r"{SUBJ?}(?:switched|swapped|migrated)\s+(?:over\s+)?to\s+{P}{END}"), "uses", True, "preference"),
+    # "traded the Jazz Bass for a StingRay", "swapped my Brooks for Hokas"
+    (_en(r"{SUBJ?}(?:traded|swapped|exchanged|replaced)\s+(?:in\s+)?(?:my|the|our|a|an)?\s*{PREV}\s+(?:for|with)\s+"
+         r"(?:a|an|the|some)?\s*{P}{END}"), "uses", True, "preference"),
+    (_en(r"(?:\b(?:i(?:'m| am)|we(?:'re| are))\s+|^|,\s*)(?:now\s+)?(?:going|gone)\s+with\s+{P}\s+(?:now|instead)\b"),
+     "uses", True, "preference"),
     (_en(r"\b(?:i|we)(?:'ll| will|'d| would|'ve| have)?\s*(?:have|take|drink|eat|use|get|go with|gone with|going with|"
          r"went with|prefer|want|choose|chose|chosen|order|ordered|pick|picked|booked|book)\s+"
          r"{P}\s+instead\s+of\s+{PREV}{END}"), "preference", True, "preference"),
@@ -159,7 +169,9 @@ _ENGLISH: list[tuple[re.Pattern[str], str, bool, str]] = [
          r"stand|do|play|watch|use|take)\s+{P}\s+any\s?more"), "preference", False, "preference"),
     (_en(r"\bi\s+no\s+longer\s+(?:really\s+)?(?:like|love|enjoy|eat|drink|want|fancy|do|play|watch|use|take|"
          r"listen to|go to|drive)\s+{P}{END}"), "preference", False, "preference"),
-    (_en(r"{SUBJ}(?:stopped|quit|given up|gave up|cut out|ditched|dropped|kicked)\s+(?:eating\s+|drinking\s+|"
+    (_en(r"\b(?:i(?:'m| am)|we(?:'re| are))?\s*(?:totally\s+|completely\s+|so\s+)?done\s+with\s+{P}{END}"),
+     "preference", False, "preference"),
+    (_en(r"{SUBJ?}(?:stopped|quit|given up|gave up|cut out|ditched|dropped|kicked)\s+(?:eating\s+|drinking\s+|"
          r"having\s+|using\s+|taking\s+|buying\s+)?{P}{END}"), "preference", False, "preference"),
     (_en(r"\b(?:no more|not anymore)\s+{P}\s+for\s+me"), "preference", False, "preference"),
     (_en(r"\bi\s+(?:really\s+|absolutely\s+|just\s+|truly\s+)?(?:hate|dislike|detest|loathe|can't stand|"
@@ -213,7 +225,8 @@ def _clean(value: str) -> tuple[str, str | None]:
     if m:
         when = m.group(0).strip()
         value = (" " + value)[: m.start()].strip()
-    value = re.sub(r"\s+(?:now|already|then|too|again|permanently|for good)$", "", value, flags=re.I)
+    value = re.sub(r"\s+(?:now|already|then|too|again|permanently|for good|completely|entirely|altogether|totally)$",
+                   "", value, flags=re.I)
     value = re.sub(r"^(?:called|named|known as)\s+", "", value, flags=re.I)  # "my cat is called Tom": Tom
     return value.strip(" .,'\""), when
 
@@ -281,12 +294,13 @@ def _english(sentence: str) -> Iterator[tuple[int, int, Statement]]:
             attribute, qualifier = _attribute(m.group("attr"))
             value, when = _clean(m.group("value"))
             prev = _clean(m.group("prev"))[0] if m.groupdict().get("prev") else None
+            prev = prev or (_replaced(sentence[m.end():], value) if value else None)
             if not attribute or not value or _NOT_VALUES.match(value) or len(value.split()) > 8:
                 continue
             if attribute in ("i", "it", "that", "this", "he", "she", "they", "there", "what", "who"):
                 continue
             known = attribute in _KNOWN_ATTRS or attribute in _RELATIONS.values()
-            if pattern is _ATTRIBUTE_EN[-1] and not (known and _DIGIT_OR_NAME.search(value)):
+            if pattern is _ATTRIBUTE_EN[-1] and not (known and _DIGIT_OR_NAME.search(value)) and not prev:
                 continue  # "Dinner is ready": a sentence opening with a thing states its value, not its state
             if not (known or _DIGIT_OR_NAME.search(value) or _CHANGE_WORD.search(sentence) or prev):
                 continue
@@ -407,6 +421,35 @@ def _strip_lead(sentence: str) -> str:
     return sentence[:1].upper() + sentence[1:] if sentence[:1].islower() and not has_cjk(sentence[:1]) else sentence
 
 
+#: what a statement says it replaced, right after its value: "on Tuesdays, not Mondays", "almond instead of
+#: oat", "而不是飞鹤"
+_REPLACED_EN = re.compile(r"^\s*,?\s*(?:and\s+)?(?P<how>not|instead of|rather than|in place of)\s+"
+                          r"(?:the\s+|my\s+|our\s+|a\s+|an\s+)?"
+                          r"(?P<prev>[^,;.!?]{1,40}?)(?=\s*(?:[,;.!?]|$|\s+(?:and|but|so|because|as)\b))", re.I)
+_REPLACED_ZH = re.compile(r"^[了啦]?[，,]?\s*(?:而)?不(?:再)?是(?P<prev>[\u4e00-\u9fff\w]{1,12}?)(?:了|啦)?(?=[，。,.!！?？；;]|$)")
+
+
+def _shape(text: str) -> str:
+    """What kind of thing a value is, by its look: a number, a name (capitalised) or words."""
+    return "number" if re.search(r"\d", text) else "name" if text[:1].isupper() else "words"
+
+
+def _replaced(after: str, value: str) -> str | None:
+    """The value the words right after a statement's value say it replaced ("Tuesdays, not Mondays"); a
+    bare "not" only between numbers or names ("15000, not 12000", "Tuesdays, not Mondays"; not "tea, not the
+    point")."""
+    zh = has_cjk(after[:4])
+    m = _REPLACED_ZH.match(after) if zh else _REPLACED_EN.match(after)
+    if m is None:
+        return None
+    prev = m.group("prev").strip(" '\"")
+    if not prev or prev.casefold() == value.casefold():
+        return None
+    if not zh and m.group("how").lower() == "not" and (_shape(prev) != _shape(value) or _shape(value) == "words"):
+        return None
+    return prev
+
+
 def extract_statements(text: str) -> list[Statement]:
     """The statements of ``text``, each with its clause as ``Statement.text``, in order, without repeats."""
     found: list[Statement] = []
@@ -434,7 +477,8 @@ def extract_statements(text: str) -> list[Statement]:
             clause = clause.strip(" ,;，；")
             if clause and clause[-1] not in ".!?。！？":
                 clause += "。" if has_cjk(clause) else "."
-            stated = Statement(st.attribute, st.value, st.subject, st.qualifier, st.polarity, st.previous, st.when,
+            previous = st.previous or (_replaced(body[end:], st.value) if st.polarity else None)
+            stated = Statement(st.attribute, st.value, st.subject, st.qualifier, st.polarity, previous, st.when,
                                clause, st.kind)
             if not any(s.attribute == stated.attribute and s.value == stated.value and s.polarity == stated.polarity
                        for s in found):

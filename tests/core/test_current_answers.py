@@ -10,8 +10,9 @@ import pytest
 
 from portamem import Memory, Settings
 from portamem.embeddings import Embedder
+from portamem.portable.wire import dump_hit, load_hit
 from portamem.read.current import asked_kind, current_answers, values
-from portamem.read.prompt import for_prompt
+from portamem.read.prompt import for_prompt, format_memories
 from portamem.recall import recall
 from portamem.records import MemoryRecord, ScoreBreakdown, SearchHit
 from portamem.text import tokenize
@@ -154,3 +155,16 @@ def test_recall_shows_the_value_last_given(planned: Memory, question: str, curre
     hits = recall(planned, question, user_id="dana", session_id="later", now=T0 + timedelta(days=30))
     assert hits and current in hits[0].content
     assert not any(stale in h.content and current not in h.content for h in hits)
+
+
+def test_the_line_that_outdates_another_says_what_it_replaced() -> None:
+    rehearse = _hit("We rehearse at Soundbase studios every Wednesday", 1, 0.5)
+    moved = _hit("and rehearsals are Thursdays from now on, the drummer got a new shift pattern", 9, 0.4)
+    shown = for_prompt([rehearse, moved], query="What day do we rehearse?")
+    assert [h.content for h in shown] == [moved.content]
+    assert shown[0].replaces == ((rehearse.content, rehearse.record.created_at.isoformat()),)
+    prompt = format_memories(shown, now=T0 + timedelta(days=30))
+    assert 'replaces "We rehearse at Soundbase studios every Wednesday" of ' in prompt
+    assert prompt.splitlines()[-1].endswith(moved.content)  # the older text in the bracket, the newer as the line
+    back = load_hit(dump_hit(shown[0]))
+    assert back.replaces == shown[0].replaces

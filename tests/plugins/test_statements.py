@@ -44,6 +44,18 @@ def _read(text: str) -> list[tuple[str, str, str, bool, str | None]]:
     ("师傅说材料没到，开工推迟到4月15号。", [("开工", "", "4月15号", True, None)]),
     ("每桌价格也涨到9888了", [("价格", "每桌", "9888", True, None)]),
     ("医院说那天约满了，疫苗往后挪到5月17号", [("疫苗", "", "5月17号", True, None)]),
+    # what a value replaced, said right after it; a change said without a subject
+    ("turns out the class is on Tuesdays, not Mondays, I misread the timetable",
+     [("class", "", "Tuesdays", True, "Mondays")]),
+    ("My budget is 15000, not 12000.", [("budget", "", "15000", True, "12000")]),
+    ("预算改成15万了，不是12万", [("budget", "", "15万", True, "12万")]),
+    ("I love tea, not the point though.", [("preference", "", "tea", True, None)]),  # "not" between two words
+    ("traded the Jazz Bass for a Music Man StingRay, couldn't resist",
+     [("uses", "stingray", "Music Man StingRay", True, "Jazz Bass")]),
+    ("Also switched to Hoka Clifton, the Brooks were giving me blisters", [("uses", "clifton", "Hoka Clifton", True, None)]),
+    ("also done with oat milk, going with almond now",
+     [("preference", "", "oat milk", False, None), ("uses", "almond", "almond", True, None)]),
+    ("quit coffee completely, two weeks in", [("preference", "", "coffee", False, None)]),
 ])
 def test_statements_and_changes(text: str, statements: list[tuple[str, str, str, bool, str | None]]) -> None:
     assert _read(text) == statements

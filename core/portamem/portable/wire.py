@@ -113,6 +113,7 @@ def dump_hit(hit: SearchHit) -> dict[str, Any]:
                       "weights": dict(hit.breakdown.weights)},
         "found_by": list(hit.found_by),
         "conflicts_with": list(hit.conflicts_with),
+        **({"replaces": [list(r) for r in hit.replaces]} if hit.replaces else {}),
     }
 
 
@@ -124,6 +125,7 @@ def load_hit(data: dict[str, Any]) -> SearchHit:
         breakdown=ScoreBreakdown(final=float(b["final"]), components=dict(b["components"]), weights=dict(b["weights"])),
         found_by=tuple(data["found_by"]),
         conflicts_with=tuple(data.get("conflicts_with", ())),
+        replaces=tuple((str(text), str(at)) for text, at in data.get("replaces", ())),
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from ..records import MemoryRecord, SearchHit, from_iso, utcnow
@@ -67,10 +68,21 @@ def format_memories(
         if isinstance(replaced, dict) and isinstance(replaced.get("value"), str) and replaced["value"]:
             then = from_iso(replaced["at"]) if isinstance(replaced.get("at"), str) else None
             note += f", replaces \"{' '.join(replaced['value'].split())[:80]}\"" + (f" of {then:%Y-%m-%d}" if then else "")
+        for text, at in hit.replaces:  # an older memory whose line this one took (for_prompt)
+            note += f", replaces \"{_clip(text, REPLACED_CHARS)}\" of {from_iso(at):%Y-%m-%d}"
         if PRELOAD in hit.found_by:  # not asked for: what the task the message opened will need
             note += ", preloaded for the task"
         lines.append(f"- [{ref}{when}, {r.source.value}, trust {r.trust.value}{note}] {content}")
     return "\n".join(lines)
+
+
+#: characters of an outdated memory's text shown on the line of the memory that replaced it
+REPLACED_CHARS = 120
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 #: words that say a statement changes an earlier one ("now", "moved", "instead", 改成, 不再)
@@ -93,8 +105,20 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
     whose query evidence (vector, keyword, entity) is below ``min_evidence`` of its most, is left out
     (``Settings.prompt_margin``, ``prompt_min_evidence``; ``recall`` applies them)."""
     asked = content_words(query) if query else None
-    current, stands = _abstracts_first([h for h in hits if not any(_outdates(o, h, asked) for o in hits)],
-                                       habit=bool(query and ASKS_HABIT.search(query)))
+    outdater = {h.memory_id: next((o for o in hits if _outdates(o, h, asked)), None) for h in hits}
+    by: dict[str, list[SearchHit]] = {}  # kept hit -> the older hits it outdates, directly or down a chain
+    for h in hits:
+        newer, seen = outdater[h.memory_id], {h.memory_id}
+        while newer is not None and outdater[newer.memory_id] is not None and newer.memory_id not in seen:
+            seen.add(newer.memory_id)
+            newer = outdater[newer.memory_id]
+        if newer is not None:
+            by.setdefault(newer.memory_id, []).append(h)
+    # the line that outdates others says what it replaced: an older line may hold more than the change
+    # ("We rehearse at Soundbase every Wednesday" after "rehearsals are Thursdays from now on")
+    kept = [replace(h, replaces=h.replaces + tuple((o.content, o.record.created_at.isoformat()) for o in by[h.memory_id]))
+            if h.memory_id in by else h for h in hits if outdater[h.memory_id] is None]
+    current, stands = _abstracts_first(kept, habit=bool(query and ASKS_HABIT.search(query)))
     if query:
         current, moved = current_answers(query, current)
         stands = {k: max(stands.get(k, 0.0), moved.get(k, 0.0)) for k in {*stands, *moved}}
@@ -130,7 +154,27 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
     if pieces and all(_QUANTITY.search(p) for p in pieces) and not _QUANTITY.search(o.content):
         return False  # a new date or amount outdates a date or amount ("bump Biscuit to 5 June" leaves her breed)
     shared = said & content_words(o.content)
-    return len(shared) >= 2 or any(len(w) >= 2 and has_cjk(w) for w in shared)
+    if len(shared) >= 2 or any(len(w) >= 2 and has_cjk(w) for w in shared):
+        return True
+    # one word of the topic, and a new value of the kind the older gives ("rehearsals are Thursdays from
+    # now on" after "we rehearse every Wednesday")
+    return len(shared) == 1 and bool(value_kinds(" ".join(pieces or changed)) & value_kinds(o.content))
+
+
+_WEEKDAY = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|周[一二三四五六日天末]|星期[一二三四五六日天]|礼拜[一二三四五六日天]",
+                      re.I)
+_MONTH_DATE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b|"
+                         r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|"
+                         r"\d{1,2}\s*月\s*\d{1,2}\s*[号日]|\b\d{4}-\d{2}-\d{2}\b", re.I)
+_MONEY = re.compile(r"[$€£¥]\s*\d|\d[\d,.]*\s*(?:k\b|pounds|euros?|dollars|quid|bucks|元|块|万)|"
+                    r"\b(?:a|per)\s+(?:month|year|week|night)\b|每[月年晚]|一[个]?月", re.I)
+_CLOCK = re.compile(r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s*(?:am|pm)\b|[上下]午\s*\S{1,3}点|\d{1,2}\s*点", re.I)
+
+
+def value_kinds(text: str) -> set[str]:
+    """The kinds of value a text gives: a weekday, a date, an amount of money, a clock time."""
+    return {kind for kind, pattern in (("weekday", _WEEKDAY), ("date", _MONTH_DATE), ("money", _MONEY),
+                                       ("clock", _CLOCK)) if pattern.search(text)}
 
 
 #: a date, time or amount: digits, or Chinese numerals before a unit
