@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -14,7 +14,7 @@ from .entities import extract_entities, normalize_entity
 from .pipeline import Preload
 from .plugins import Hooks, get_plugin_manager
 from .read.preload import TASKS, pick, preload_query
-from .read.prompt import ASKS_HABIT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
+from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
 from .records import SearchHit, Status
 from .write.validation import check_id
@@ -87,7 +87,8 @@ def recall(
     hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now, filters=filters)
     if ASKS_HABIT.search(query):  # "what do I usually order?": the habit that stands for the hits found
-        hits = _with_abstracts(memory, hits, user_id, tenant_id)
+        hits = _with_linked(memory, hits, user_id, tenant_id, _abstracted_into, "abstract")
+    hits = _with_linked(memory, hits, user_id, tenant_id, _outdated_by, CURRENT)
     hits = for_prompt(hits, margin=settings.prompt_margin, min_evidence=settings.prompt_min_evidence, query=query)
     if not settings.preload:
         return hits
@@ -108,23 +109,44 @@ def recall(
     return hits + [h for h in preloaded if h.memory_id not in seen]
 
 
-def _with_abstracts(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id: str | None) -> list[SearchHit]:
-    """The hits, with the abstract memory of a member hit added right after it when the search did not
-    find it (``portamem.lifecycle.abstraction``: a habit stands for the memories it was derived from,
-    and ``for_prompt`` shows it in their place)."""
+def _outdated_by(hit: SearchHit) -> str | None:
+    link = hit.record.metadata.get("outdated")
+    by = link.get("by") if isinstance(link, dict) else None
+    return by if isinstance(by, str) else None
+
+
+def _abstracted_into(hit: SearchHit) -> str | None:
+    into = hit.record.metadata.get("abstracted_into")
+    return into if isinstance(into, str) else None
+
+
+def _with_linked(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id: str | None,
+                 link: Callable[[SearchHit], str | None], mark: str) -> list[SearchHit]:
+    """The hits, each followed by the active memory ``link`` names for it when the search did not find
+    it, with the hit's score and ``mark`` added to its ``found_by``:
+
+    - ``_abstracted_into``, marked ``"abstract"``: the abstract memory of a member hit
+      (``portamem.lifecycle.abstraction``: a habit stands for the memories it was derived from, and
+      ``for_prompt`` shows it in their place);
+    - ``_outdated_by``, marked ``CURRENT``: the newer memory that outdated a part of the hit
+      (``portamem.write.supersession``: "the start got pushed back to 10 March" for "Tomasz can start
+      on 24 February"); ``for_prompt`` shows it in the older's place when the question is about what
+      changed, and leaves it out otherwise.
+    """
     have = {h.memory_id for h in hits}
     out: list[SearchHit] = []
     for h in hits:
         out.append(h)
-        into = h.record.metadata.get("abstracted_into")
-        if isinstance(into, str) and into not in have:
-            have.add(into)
-            try:
-                record = memory.get_memory(into, user_id=user_id, tenant_id=tenant_id)
-            except NotFoundError:
-                continue  # forgotten since
-            if record.status is Status.ACTIVE:
-                out.append(SearchHit(record, h.score, h.breakdown, (*h.found_by, "abstract")))
+        linked = link(h)
+        if linked is None or linked in have:
+            continue
+        have.add(linked)
+        try:
+            record = memory.get_memory(linked, user_id=user_id, tenant_id=tenant_id)
+        except NotFoundError:
+            continue  # forgotten since
+        if record.status is Status.ACTIVE:
+            out.append(SearchHit(record, h.score, h.breakdown, (*h.found_by, mark)))
     return out
 
 

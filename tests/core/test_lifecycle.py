@@ -108,6 +108,29 @@ def test_no_longer_having_a_thing_outdates_the_fuller_name_of_it(memory: Memory)
     assert {r.memory_id for r in memory.list_memories(user_id="u1")} == {sold.memory_id, kia.memory_id}
 
 
+def test_a_value_given_beside_other_facts_is_outdated_in_part(memory: Memory) -> None:
+    """"Tomasz from Brightwell Builders can start on 24 February", then "the start got pushed back to 10
+    March": the builder is still known, and a question about the start reads the newer line only."""
+    from portamem.recall import recall
+
+    memory.add_turn("Yeah, a guy called Tomasz from Brightwell Builders, a neighbour recommended him. "
+                    "He can start on 24 February.", "Great.", user_id="u1", session_id="a", created_at=T0)
+    memory.add_turn("Bad news, the start got pushed back to 10 March because the units are delayed.", "Noted.",
+                    user_id="u1", session_id="b", created_at=T0 + timedelta(days=20))
+    memory.flush()
+    rows = {r.content: r for r in memory.list_memories(user_id="u1")}
+    older = next(r for text, r in rows.items() if text.startswith("Yeah, a guy called Tomasz"))
+    newer = next(r for text, r in rows.items() if text.startswith("Bad news"))
+    assert older.status is Status.ACTIVE and older.metadata["outdated"]["by"] == newer.memory_id
+    assert newer.metadata["replaced"]["memory_id"] == older.memory_id and newer.metadata["replaced"]["part"]
+    assert "outdate" in [h["action"] for h in memory.history(older.memory_id, user_id="u1")]
+    at = T0 + timedelta(days=30)
+    start = [h.memory_id for h in recall(memory, "When does the kitchen work start?", user_id="u1", now=at)]
+    assert newer.memory_id in start and older.memory_id not in start
+    builder = [h.memory_id for h in recall(memory, "Who is the builder from Brightwell?", user_id="u1", now=at)]
+    assert older.memory_id in builder and newer.memory_id not in builder
+
+
 def test_another_users_value_supersedes_nothing(memory: Memory) -> None:
     mine = memory.save_memory("My budget is 5000.", user_id="u1")
     memory.save_memory("My budget is 9000.", user_id="u2")

@@ -13,11 +13,11 @@ from datetime import datetime
 from ..records import MemoryRecord, SearchHit, from_iso, utcnow
 from ..statements import content_words, same_slot, statements_of
 from ..text import has_cjk
-from .current import current_answers
+from .current import asked_kind, current_answers
 from .preload import PRELOAD
 from .scoring import PRIORS
 
-__all__ = ["format_memories", "relative_age", "for_prompt", "DEFAULT_HEADER", "ASKS_HABIT"]
+__all__ = ["format_memories", "relative_age", "for_prompt", "DEFAULT_HEADER", "ASKS_HABIT", "CURRENT"]
 
 DEFAULT_HEADER = "Relevant memories (id, date and age, source, trust), most relevant first:"
 
@@ -64,11 +64,14 @@ def format_memories(
             note = ", superseded by a newer memory"
         elif others:
             note = ", replaces an older memory"
+        # older memories whose line this one took (for_prompt), whole
+        took = [(" ".join(text.split()), at) for text, at in hit.replaces]
         replaced = r.metadata.get("replaced")  # the older value a statement outdated (portamem.write.supersession)
-        if isinstance(replaced, dict) and isinstance(replaced.get("value"), str) and replaced["value"]:
+        if isinstance(replaced, dict) and isinstance(replaced.get("value"), str) and replaced["value"] \
+                and not any(" ".join(replaced["value"].split())[:80] in text for text, _ in took):
             then = from_iso(replaced["at"]) if isinstance(replaced.get("at"), str) else None
             note += f", replaces \"{' '.join(replaced['value'].split())[:80]}\"" + (f" of {then:%Y-%m-%d}" if then else "")
-        for text, at in hit.replaces:  # an older memory whose line this one took (for_prompt)
+        for text, at in took:
             note += f", replaces \"{_clip(text, REPLACED_CHARS)}\" of {from_iso(at):%Y-%m-%d}"
         if PRELOAD in hit.found_by:  # not asked for: what the task the message opened will need
             note += ", preloaded for the task"
@@ -76,6 +79,8 @@ def format_memories(
     return "\n".join(lines)
 
 
+#: ``found_by`` of a hit brought in by ``recall`` because it outdates a part of another hit
+CURRENT = "current"
 #: characters of an outdated memory's text shown on the line of the memory that replaced it
 REPLACED_CHARS = 120
 
@@ -105,7 +110,8 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
     whose query evidence (vector, keyword, entity) is below ``min_evidence`` of its most, is left out
     (``Settings.prompt_margin``, ``prompt_min_evidence``; ``recall`` applies them)."""
     asked = content_words(query) if query else None
-    outdater = {h.memory_id: next((o for o in hits if _outdates(o, h, asked)), None) for h in hits}
+    kind = asked_kind(query) if query else None
+    outdater = {h.memory_id: next((o for o in hits if _outdates(o, h, asked, kind)), None) for h in hits}
     by: dict[str, list[SearchHit]] = {}  # kept hit -> the older hits it outdates, directly or down a chain
     for h in hits:
         newer, seen = outdater[h.memory_id], {h.memory_id}
@@ -117,7 +123,8 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
     # the line that outdates others says what it replaced: an older line may hold more than the change
     # ("We rehearse at Soundbase every Wednesday" after "rehearsals are Thursdays from now on")
     kept = [replace(h, replaces=h.replaces + tuple((o.content, o.record.created_at.isoformat()) for o in by[h.memory_id]))
-            if h.memory_id in by else h for h in hits if outdater[h.memory_id] is None]
+            if h.memory_id in by else h for h in hits if outdater[h.memory_id] is None
+            and (CURRENT not in h.found_by or h.memory_id in by)]  # brought in for a line it does not replace
     current, stands = _abstracts_first(kept, habit=bool(query and ASKS_HABIT.search(query)))
     if query:
         current, moved = current_answers(query, current)
@@ -134,7 +141,8 @@ _CLAUSE = re.compile(r"[.;!?\n。；！？]+\s*|,\s*(?:but|and|also|so|while|tho
 _RELEVANT_SHARE = 0.5
 
 
-def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None = None) -> bool:
+def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None = None,
+              kind: str | None = None) -> bool:
     """The newer memory says something changed, in a clause about the same thing as the older memory
     (two content words in common, or one Chinese word of two characters or more, which carries more
     than an English one); with the question's words (``asked``), that clause names one of them or the
@@ -143,6 +151,11 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
     n, o = newer.record, older.record
     if n.created_at <= o.created_at or n.memory_id == o.memory_id:
         return False
+    link = o.metadata.get("outdated")  # the write path's review found the newer replaces a part of it
+    if isinstance(link, dict) and link.get("by") == n.memory_id:
+        # only for a question about what changed: its words, or the kind of value it asks for
+        return asked is None or bool(content_words(n.content) & asked) \
+            or (kind is not None and bool(_QUANTITY.search(n.content)))
     changed = [c for c in _CLAUSE.split(n.content) if c and _CHANGE.search(c)]
     if not changed:
         return False

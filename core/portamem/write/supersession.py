@@ -19,6 +19,12 @@ weeks ago in other words is found too) and decides, as mem0's ADD / UPDATE / NOO
 - **held for review**: a statement from a less trusted source than a high-trust memory it
   contradicts waits PENDING (``Memory.confirm_memory`` activates it).
 
+An older memory without statements that says more than the value the newer replaces ("Tomasz from
+Brightwell Builders can start on 24 February" against "the start got pushed back to 10 March") is
+**outdated in part**: it stays active, marked ``OUTDATED_KEY`` with the newer's id, so the builder is
+still recalled while the prompt shows the newer line in its place when both bear on a question
+(``portamem.read.prompt``).
+
 A superseded memory is never recalled or purged; ``list_memories(filters={"statuses":
 ["superseded"]})``, ``history`` and ``explain`` show it.
 
@@ -48,12 +54,14 @@ from ..statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, conte
 from ..text import tokenize
 from .save import screen
 
-__all__ = ["Supersessions", "supersede", "reconcile", "PENDING_KEY", "REPLACED_KEY"]
+__all__ = ["Supersessions", "supersede", "reconcile", "PENDING_KEY", "REPLACED_KEY", "OUTDATED_KEY"]
 
 #: metadata key of a merged statement waiting for its entity
 PENDING_KEY = "merged_pending"
 #: metadata key of what a memory's statement replaced: {"memory_id", "value", "at"}
 REPLACED_KEY = "replaced"
+#: metadata key of an older memory a newer statement outdated in part: {"by", "at", "clause"}
+OUTDATED_KEY = "outdated"
 #: statements about a thing the user has, likes or uses: a negative one outdates a positive one of the
 #: same thing whatever the attribute ("I sold the Golf" after "I drive a Golf")
 _OBJECT_ATTRIBUTES = frozenset({"preference", "uses", "has", "does", "diet"})
@@ -87,6 +95,8 @@ class Supersessions:
     repeats: list[tuple[MemoryRecord, MemoryRecord]] = field(default_factory=list)
     #: newer rows held PENDING: they contradict a high-trust memory
     held: list[MemoryRecord] = field(default_factory=list)
+    #: (newer, older) where the newer outdates a part of the older, which stays active
+    parts: list[tuple[MemoryRecord, MemoryRecord]] = field(default_factory=list)
     merged: list[MemoryRecord] = field(default_factory=list)
     activated: list[MemoryRecord] = field(default_factory=list)
     retired: list[MemoryRecord] = field(default_factory=list)
@@ -94,7 +104,7 @@ class Supersessions:
     @property
     def changed(self) -> list[MemoryRecord]:
         """Stored records whose status or links moved (for the index and the commit)."""
-        out = {r.memory_id: r for pair in [*self.pairs, *self.repeats] for r in pair}
+        out = {r.memory_id: r for pair in [*self.pairs, *self.repeats, *self.parts] for r in pair}
         out.update((r.memory_id, r) for r in [*self.activated, *self.retired, *self.held])
         return list(out.values())
 
@@ -128,6 +138,9 @@ class Supersessions:
             rows.append({"action": "supersede", "tenant_id": older.tenant_id, "user_id": older.user_id,
                          "memory_id": older.memory_id,
                          "detail": {"superseded_by": newer.memory_id, "content": newer.content[:200]}})
+        for newer, older in self.parts:
+            rows.append({"action": "outdate", "tenant_id": older.tenant_id, "user_id": older.user_id,
+                         "memory_id": older.memory_id, "detail": older.metadata[OUTDATED_KEY]})
         for m in self.merged:
             rows.append({"action": "merge_pending", "tenant_id": m.tenant_id, "user_id": m.user_id,
                          "memory_id": m.memory_id, "detail": m.metadata[PENDING_KEY]})
@@ -273,6 +286,8 @@ def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
                 decision = _decide(mine, other) if later else _decide(statements_of(other), record)
                 if decision == "repeat" and parts.settings.dedupe:  # a store that keeps every write keeps repeats
                     _repeat(older, newer, out)
+                elif decision == "update" and not statements_of(older) and _says_more(older, statements_of(newer)):
+                    _outdate_part(older, newer, out)
                 elif decision == "update":
                     _update(parts, older, newer, out)
     return out
@@ -290,6 +305,40 @@ def _repeat(older: MemoryRecord, newer: MemoryRecord, out: Supersessions) -> Non
     newer.superseded_by = older.memory_id
     newer.deleted_at = utcnow()
     out.repeats.append((older, newer))
+
+
+#: where a memory's clauses end, for telling the clause a value is in from the rest
+_CLAUSES = re.compile(r"[.;!?。；！？]+\s*|,\s*|，|\s+(?:and|but)\s+")
+#: what makes a clause a fact of its own: a number, or a capitalised name not at the clause's start
+_FACT = re.compile(r"\d|(?<=\s)[A-Z][\w'-]+|[\u4e00-\u9fff]{2,}")
+
+
+def _about(older: MemoryRecord, mine: Sequence[Statement]) -> tuple[list[str], list[str]]:
+    """The older memory's clauses about the statements' slot or values (or giving a value), and the rest."""
+    topic: set[str] = set()
+    for st in mine:
+        topic |= content_words(f"{st.attribute.replace('_', ' ')} {st.qualifier} {st.value} {st.previous or ''}")
+    clauses = [c.strip() for c in _CLAUSES.split(older.content) if c and c.strip()]
+    about = [c for c in clauses if content_words(c) & topic or _A_VALUE.search(c)]
+    return about, [c for c in clauses if c not in about]
+
+
+def _says_more(older: MemoryRecord, mine: Sequence[Statement]) -> bool:
+    """The older memory holds a fact in a clause that names none of the statements' slot or values:
+    "Yeah, a guy called Tomasz from Brightwell Builders ... He can start on 24 February" says who the
+    builder is besides the start date that "the start got pushed back to 10 March" replaces."""
+    about, rest = _about(older, mine)
+    return bool(about) and any(_FACT.search(c) for c in rest)
+
+
+def _outdate_part(older: MemoryRecord, newer: MemoryRecord, out: Supersessions) -> None:
+    """The newer replaces a value the older gives beside other facts: the older stays active, marked;
+    the newer's note names the clauses it replaced ("He can start on 24 February")."""
+    about, _ = _about(older, statements_of(newer))
+    older.metadata[OUTDATED_KEY] = {"by": newer.memory_id, "at": to_iso(newer.created_at)}
+    newer.metadata[REPLACED_KEY] = {"memory_id": older.memory_id, "at": to_iso(older.created_at),
+                                    "value": "; ".join(about)[:200], "part": True}
+    out.parts.append((newer, older))
 
 
 def _update(parts: Components, older: MemoryRecord, newer: MemoryRecord, out: Supersessions) -> None:

@@ -117,9 +117,10 @@ def _letters(text: str) -> str:
 
 def captured_records(
     parts: Components, turns: Sequence[Turn], user_id: str, tenant_id: str, session_id: str) -> list[MemoryRecord]:
-    """The memories the write-triggers captured from these turns (same session, same time)."""
+    """The memories the write-triggers captured from these turns (same session, same time), those a later
+    statement superseded included: an episode built after the change must not state the old value again."""
     times = {t.created_at.timestamp() for t in turns}
-    window = SearchFilters(statuses=(Status.ACTIVE, Status.PENDING), session_id=session_id,
+    window = SearchFilters(statuses=(Status.ACTIVE, Status.PENDING, Status.SUPERSEDED), session_id=session_id,
                            created_after=min(turns, key=lambda t: t.created_at).created_at - timedelta(seconds=1),
                            created_before=max(turns, key=lambda t: t.created_at).created_at)
     return [r for r in parts.store.list(tenant_id, user_id, window)
@@ -138,9 +139,10 @@ def episode_draft(
     covers = [r.memory_id for r in covered]
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings,
                        session_id=session_id, source=Source.USER, explicit=False, captured=captured,
-                       # a working candidate may decay before it is seen again: the episode keeps its sentence
-                       captured_texts=tuple(r.content for r in covered if r.type is not MemoryType.WORKING)
-                       if captured else ())
+                       # a working candidate may decay before it is seen again: the episode keeps its
+                       # sentence, unless a later statement superseded it
+                       captured_texts=tuple(r.content for r in covered if r.type is not MemoryType.WORKING
+                                            or r.status is Status.SUPERSEDED) if captured else ())
     found = parts.hooks.summarize_turns(turns, ctx)
     fields = found if isinstance(found, dict) else {"summary": found or ""}
     text = str(fields["summary"]).strip()[: parts.settings.max_content_chars]
