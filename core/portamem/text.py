@@ -6,7 +6,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["tokenize", "normalize", "has_cjk", "STOPWORDS"]
+__all__ = ["tokenize", "normalize", "has_cjk", "clip", "same_passage", "STOPWORDS"]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 #: a Chinese run, or a Latin word or number; a number before Chinese ("7月8号入职") ends where the Chinese starts
@@ -31,6 +31,23 @@ def normalize(text: str) -> str:
 
 def has_cjk(text: str) -> bool:
     return re.search(f"[{_CJK}]", text) is not None
+
+
+def clip(text: str, limit: int) -> str:
+    """The text on one line, cut to ``limit`` characters with an ellipsis when longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+def same_passage(a: str, b: str) -> bool:
+    """One text holds the other, case, spaces and punctuation aside (a clause and the sentence it was
+    read from, a captured sentence and the turn it came from); never when ``a`` holds no letter."""
+    x, y = _letters(a), _letters(b)
+    return bool(x) and (x in y or y in x)
 
 
 @lru_cache(maxsize=1)

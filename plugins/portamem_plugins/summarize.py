@@ -22,6 +22,7 @@ from portamem.pipeline import Habit, WriteContext
 from portamem.records import MemoryRecord, Turn
 
 from portamem.statements import Statement
+from portamem.text import same_passage
 
 from .acts import utterances
 from .classify import classify_kind, has_decision, has_strong_emotion, is_explicit
@@ -105,9 +106,7 @@ def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS, *,
             # what was done: a decision, or what the assistant reports back on a request (a reference, a date)
             if act == "statement" and (has_decision(sentence) or (asked and _worth_keeping(sentence, user=False))):
                 outcome = sentence
-    kept = [_letters(c) for c in captured]
-    told = [s for s in said if not any(k and (k in _letters(s) or _letters(s) in k) for k in kept)] \
-        + ([] if facts_captured else stated)
+    told = [s for s in said if not any(same_passage(c, s) for c in captured)] + ([] if facts_captured else stated)
     if not told and outcome is None:
         return None
     head = " → ".join(x for x in (intent, outcome) if x) if outcome else ""
@@ -117,10 +116,6 @@ def extractive_episode(turns: Sequence[Turn], max_chars: int = MAX_CHARS, *,
     entities = list(dict.fromkeys(e for t in [*told, *(x for x in (intent, outcome) if x)] for e in extract_entities(t)))
     return {"summary": summary, "key_facts": key_facts, "user_intent": intent, "outcome": outcome,
             "entities": entities}
-
-
-def _letters(text: str) -> str:
-    return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
 _ASKING = re.compile(r"^(?:please\s+|pls\s+|kindly\s+|can you\s+|could you\s+|would you\s+|will you\s+|"

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from ..records import MemoryRecord, SearchHit, from_iso, utcnow
 from ..statements import content_words, same_slot, statements_of
-from ..text import has_cjk
+from ..text import clip, has_cjk
 from .current import asked_kind, current_answers
 from .preload import PRELOAD
 from .scoring import PRIORS
@@ -67,12 +67,13 @@ def format_memories(
         # older memories whose line this one took (for_prompt), whole
         took = [(" ".join(text.split()), at) for text, at in hit.replaces]
         replaced = r.metadata.get("replaced")  # the older value a statement outdated (portamem.write.supersession)
-        if isinstance(replaced, dict) and isinstance(replaced.get("value"), str) and replaced["value"] \
-                and not any(" ".join(replaced["value"].split())[:80] in text for text, _ in took):
+        value = " ".join(replaced["value"].split())[:80] if isinstance(replaced, dict) \
+            and isinstance(replaced.get("value"), str) else ""
+        if value and not any(value in text for text, _ in took):
             then = from_iso(replaced["at"]) if isinstance(replaced.get("at"), str) else None
-            note += f", replaces \"{' '.join(replaced['value'].split())[:80]}\"" + (f" of {then:%Y-%m-%d}" if then else "")
+            note += f", replaces \"{value}\"" + (f" of {then:%Y-%m-%d}" if then else "")
         for text, at in took:
-            note += f", replaces \"{_clip(text, REPLACED_CHARS)}\" of {from_iso(at):%Y-%m-%d}"
+            note += f", replaces \"{clip(text, REPLACED_CHARS)}\" of {from_iso(at):%Y-%m-%d}"
         if PRELOAD in hit.found_by:  # not asked for: what the task the message opened will need
             note += ", preloaded for the task"
         lines.append(f"- [{ref}{when}, {r.source.value}, trust {r.trust.value}{note}] {content}")
@@ -83,11 +84,6 @@ def format_memories(
 CURRENT = "current"
 #: characters of an outdated memory's text shown on the line of the memory that replaced it
 REPLACED_CHARS = 120
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 #: words that say a statement changes an earlier one ("now", "moved", "instead", 改成, 不再)

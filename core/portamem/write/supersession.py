@@ -60,7 +60,7 @@ __all__ = ["Supersessions", "supersede", "reconcile", "PENDING_KEY", "REPLACED_K
 PENDING_KEY = "merged_pending"
 #: metadata key of what a memory's statement replaced: {"memory_id", "value", "at"}
 REPLACED_KEY = "replaced"
-#: metadata key of an older memory a newer statement outdated in part: {"by", "at", "clause"}
+#: metadata key of an older memory a newer statement outdated in part: {"by", "at"}
 OUTDATED_KEY = "outdated"
 #: statements about a thing the user has, likes or uses: a negative one outdates a positive one of the
 #: same thing whatever the attribute ("I sold the Golf" after "I drive a Golf")
@@ -286,10 +286,12 @@ def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
                 decision = _decide(mine, other) if later else _decide(statements_of(other), record)
                 if decision == "repeat" and parts.settings.dedupe:  # a store that keeps every write keeps repeats
                     _repeat(older, newer, out)
-                elif decision == "update" and not statements_of(older) and _says_more(older, statements_of(newer)):
-                    _outdate_part(older, newer, out)
                 elif decision == "update":
-                    _update(parts, older, newer, out)
+                    part = _replaced_part(older, statements_of(newer))
+                    if part is not None:
+                        _outdate_part(older, newer, part, out)
+                    else:
+                        _update(parts, older, newer, out)
     return out
 
 
@@ -313,31 +315,29 @@ _CLAUSES = re.compile(r"[.;!?。；！？]+\s*|,\s*|，|\s+(?:and|but)\s+")
 _FACT = re.compile(r"\d|(?<=\s)[A-Z][\w'-]+|[\u4e00-\u9fff]{2,}")
 
 
-def _about(older: MemoryRecord, mine: Sequence[Statement]) -> tuple[list[str], list[str]]:
-    """The older memory's clauses about the statements' slot or values (or giving a value), and the rest."""
+def _replaced_part(older: MemoryRecord, mine: Sequence[Statement]) -> list[str] | None:
+    """The clauses of an older memory without statements that the statements replace (about their slot
+    or values, or giving a value), when another of its clauses holds a fact of its own: "Yeah, a guy
+    called Tomasz from Brightwell Builders ... He can start on 24 February" says who the builder is
+    besides the start date that "the start got pushed back to 10 March" replaces. None when the older
+    states something or says nothing more: then it is superseded whole."""
+    if statements_of(older):
+        return None
     topic: set[str] = set()
     for st in mine:
         topic |= content_words(f"{st.attribute.replace('_', ' ')} {st.qualifier} {st.value} {st.previous or ''}")
     clauses = [c.strip() for c in _CLAUSES.split(older.content) if c and c.strip()]
     about = [c for c in clauses if content_words(c) & topic or _A_VALUE.search(c)]
-    return about, [c for c in clauses if c not in about]
+    rest = [c for c in clauses if c not in about]
+    return about if about and any(_FACT.search(c) for c in rest) else None
 
 
-def _says_more(older: MemoryRecord, mine: Sequence[Statement]) -> bool:
-    """The older memory holds a fact in a clause that names none of the statements' slot or values:
-    "Yeah, a guy called Tomasz from Brightwell Builders ... He can start on 24 February" says who the
-    builder is besides the start date that "the start got pushed back to 10 March" replaces."""
-    about, rest = _about(older, mine)
-    return bool(about) and any(_FACT.search(c) for c in rest)
-
-
-def _outdate_part(older: MemoryRecord, newer: MemoryRecord, out: Supersessions) -> None:
-    """The newer replaces a value the older gives beside other facts: the older stays active, marked;
-    the newer's note names the clauses it replaced ("He can start on 24 February")."""
-    about, _ = _about(older, statements_of(newer))
+def _outdate_part(older: MemoryRecord, newer: MemoryRecord, part: Sequence[str], out: Supersessions) -> None:
+    """The newer replaces ``part`` of the older, which holds other facts too: the older stays active,
+    marked; the newer's note names the clauses it replaced ("He can start on 24 February")."""
     older.metadata[OUTDATED_KEY] = {"by": newer.memory_id, "at": to_iso(newer.created_at)}
     newer.metadata[REPLACED_KEY] = {"memory_id": older.memory_id, "at": to_iso(older.created_at),
-                                    "value": "; ".join(about)[:200], "part": True}
+                                    "value": "; ".join(part)[:200], "part": True}
     out.parts.append((newer, older))
 
 

@@ -11,6 +11,7 @@ from ..filters import SearchFilters
 from ..pipeline import TriggerVote, WriteContext
 from ..records import MemoryRecord, MemoryType, Source, Status, Turn
 from ..statements import Statement
+from ..text import clip, same_passage
 from .requests import MemoryDraft
 from .save import build_record, prepare, write
 
@@ -73,7 +74,7 @@ def capture_drafts(
             session_id=session_id, created_at=turn.created_at,
             metadata={"trigger": "states " + ", ".join(_named(st) for st in group)},
         ), explicit))
-    rest = " ".join(s for s in said if not any(_covers(clause, s) for clause in by_clause))
+    rest = " ".join(s for s in said if not any(same_passage(clause, s) for clause in by_clause))
     best = _voted(parts, rest, ctx) if rest.strip() else None
     if best is not None:
         lasting = explicit or best.kind in LASTING_KINDS or best.strength >= LASTING_STRENGTH
@@ -103,16 +104,6 @@ def _voted(parts: Components, text: str, ctx: WriteContext) -> TriggerVote | Non
 def _named(statement: Statement) -> str:
     what = f"{statement.attribute} {statement.qualifier}".strip()
     return f"{what}: {'' if statement.polarity else 'no longer '}{statement.value}"
-
-
-def _covers(clause: str, sentence: str) -> bool:
-    """The statement's clause was read from this sentence (the clause lost the sentence's lead-in)."""
-    a, b = _letters(clause), _letters(sentence)
-    return bool(a) and (a in b or b in a)
-
-
-def _letters(text: str) -> str:
-    return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
 def captured_records(
@@ -166,11 +157,6 @@ def episode_draft(
     )
 
 
-def _sentence(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def _tool_messages(turn: Turn) -> list[dict[str, Any]]:
     stored = turn.metadata.get(MESSAGES_KEY)
     return [m for m in stored if isinstance(m, dict) and m.get("role") == "tool"] if isinstance(stored, list) else []
@@ -192,12 +178,12 @@ def tool_drafts(turns: Sequence[Turn], session_id: str) -> list[MemoryDraft]:
     out = []
     for turn in turns:
         for m in _tool_messages(turn):
-            result = _sentence(str(m.get("text") or ""), TOOL_RESULT_CHARS)
+            result = clip(str(m.get("text") or ""), TOOL_RESULT_CHARS)
             if not result:
                 continue
             name = m.get("name") or "a tool"
-            content = (f"Tool {name} was called for: {_sentence(turn.user, 160) or '(no request text)'}. "
-                       f"It returned: {result}. The reply used: {_sentence(turn.assistant, 200)}")
+            content = (f"Tool {name} was called for: {clip(turn.user, 160) or '(no request text)'}. "
+                       f"It returned: {result}. The reply used: {clip(turn.assistant, 200)}")
             out.append(MemoryDraft(content=content, type=MemoryType.EPISODIC, kind="episodic", source=Source.TOOL,
                                    session_id=session_id, created_at=turn.created_at,
                                    metadata={"tool": {"name": name, "result_chars": len(str(m.get("text") or ""))}}))
