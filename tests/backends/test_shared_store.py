@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from portamem_conformance.backends import exact_bm25
 from portamem_conformance.fixtures import Backend
@@ -97,3 +98,67 @@ def test_four_processes_share_one_store(backend: Backend, tmp_path: Path, embedd
         # every acknowledged write reached the vector index
         assert mem.index.count() == mem.store.count(filters=SearchFilters(statuses=(Status.ACTIVE,)))
         assert mem.index.ids() == mem.store.all_active_ids()
+
+
+def _bare_collection(uri: str, name: str, dim: int) -> None:
+    """The first of a creator's two calls: the collection, and not yet its vector index."""
+    from pymilvus import DataType, MilvusClient
+
+    c = MilvusClient(uri=uri)
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+    s.add_field("vec", DataType.FLOAT_VECTOR, dim=dim)
+    for f in ("scope", "type", "source", "trust", "session", "agent"):
+        s.add_field(f, DataType.INT64)
+    s.add_field("created_at", DataType.DOUBLE)
+    s.add_field("importance", DataType.DOUBLE)
+    c.create_collection(name, schema=s, consistency_level="Strong")
+    c.close()
+
+
+@pytest.mark.skipif(os.environ.get("PORTAMEM_TEST_BACKEND", "sqlite") == "sqlite",
+                    reason="needs a vector server that several processes open at once")
+def test_a_collection_found_before_its_index_is_opened(backend: Backend, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that finds the collection between the creator's two calls waits for the index
+    (or builds it, if the creator never does) instead of failing to load it."""
+    import threading
+
+    from portamem.storage.vectors import MilvusVectorIndex, collection_name
+
+    _, vector_uri = backend.urls(tmp_path / "shared")
+    assert vector_uri
+    dim = 8
+    name = collection_name("bare-test", dim)
+
+    monkeypatch.setattr(MilvusVectorIndex, "INDEX_WAIT_S", 1.0)
+    _bare_collection(vector_uri, name, dim)
+    orphan = MilvusVectorIndex(vector_uri, model="bare-test", dim=dim, partition_per_user=False)
+    try:  # the creator never built the index: the opener built it after waiting
+        assert orphan.client.list_indexes(name, field_name="vec")
+        assert orphan.search("t", "u", np.eye(dim, dtype=np.float32)[0], 3, SearchFilters()) == []
+    finally:
+        orphan.close()
+
+    other = collection_name("bare-test-2", dim)
+    _bare_collection(vector_uri, other, dim)
+    from pymilvus import MilvusClient
+
+    creator = MilvusClient(uri=vector_uri)
+
+    def finish() -> None:
+        ip = creator.prepare_index_params()
+        ip.add_index(field_name="vec", index_type="FLAT", metric_type="COSINE")
+        creator.create_index(other, ip)
+
+    monkeypatch.setattr(MilvusVectorIndex, "INDEX_WAIT_S", 30.0)
+    t = threading.Timer(0.5, finish)
+    t.start()
+    try:
+        index = MilvusVectorIndex(vector_uri, model="bare-test-2", dim=dim, partition_per_user=False)
+        t.join()
+        assert [i for i in index.client.list_indexes(other, field_name="vec")]
+        index.close()
+    finally:
+        t.cancel()
+        creator.close()

@@ -103,6 +103,8 @@ class MilvusVectorIndex:
     #: an embedded index applies noted writes once this many wait, or after ``WRITE_DELAY_S``
     WRITE_BATCH = 2048
     WRITE_DELAY_S = 1.0
+    #: how long an opener waits for the vector index of a collection another process is creating
+    INDEX_WAIT_S = 10.0
     #: every query of every row ("" needs a limit on a server)
     _ALL = 'id != ""'
 
@@ -190,17 +192,43 @@ class MilvusVectorIndex:
             s.add_field("agent", DataType.INT64)
             s.add_field("created_at", DataType.DOUBLE)
             s.add_field("importance", DataType.DOUBLE)
-            ip = c.prepare_index_params()
-            # FLAT: exact. milvus-lite's HNSW loses most neighbours under a selective filter.
-            ip.add_index(field_name="vec", index_type="FLAT", metric_type="COSINE")
             try:
-                c.create_collection(self.name, schema=s, index_params=ip, **self._consistency)
+                c.create_collection(self.name, schema=s, index_params=self._index_params(), **self._consistency)
             except Exception:
                 if not c.has_collection(self.name):  # else another process on the server made it first
                     raise
+        self._await_index()
         c.load_collection(self.name)
         self._partitions = set(c.list_partitions(self.name))
         self._per_user = any(len(p) == 17 and p.startswith("p") for p in self._partitions)
+
+    def _index_params(self) -> Any:
+        ip = self.client.prepare_index_params()
+        # FLAT: exact. milvus-lite's HNSW loses most neighbours under a selective filter.
+        ip.add_index(field_name="vec", index_type="FLAT", metric_type="COSINE")
+        return ip
+
+    def _await_index(self) -> None:
+        """Wait for the vector index another process is building, or build it.
+
+        On a server, creating a collection with its index is two calls: a process that
+        finds the collection between them would load it before it has an index and be
+        refused ("index not found"). It waits for the creator's index, and builds the
+        FLAT index itself if none appears (the creator died between the calls).
+        """
+        if self._local:
+            return  # one process holds a milvus-lite file: the collection came with its index
+        c = self.client
+        deadline = time.monotonic() + self.INDEX_WAIT_S
+        while not c.list_indexes(self.name, field_name="vec"):
+            if time.monotonic() >= deadline:
+                try:
+                    c.create_index(self.name, self._index_params())
+                except Exception:
+                    if not c.list_indexes(self.name, field_name="vec"):  # else the creator won the race
+                        raise
+                return
+            time.sleep(0.05)
 
     def _partition(self, key: int) -> str:
         if not self.partition_per_user:
