@@ -190,6 +190,7 @@ def test_a_store_of_schema_5_opens_with_every_memory_hot(tmp_path, embedder: Emb
         mem.flush()
         db = mem.store.url.split("///", 1)[1]
     conn = sqlite3.connect(db)
+    conn.execute("DROP INDEX ix_memories_tier")  # schema 7's
     conn.execute("ALTER TABLE memories DROP COLUMN tier")
     conn.execute("ALTER TABLE memories DROP COLUMN tiered_at")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
@@ -198,6 +199,13 @@ def test_a_store_of_schema_5_opens_with_every_memory_hot(tmp_path, embedder: Emb
     with Memory(settings=settings, embedder=embedder) as mem:
         assert mem.get_memory(saved.memory_id, user_id="u").tier is Tier.HOT
         assert mem.search_memory("Kowalski tap", user_id="u")[0].memory_id == saved.memory_id
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'ix_memories_tier'").fetchone()
+    plan = " ".join(str(r) for r in conn.execute(
+        "EXPLAIN QUERY PLAN SELECT memory_id FROM memories WHERE tenant_id = 't' AND user_id = 'u' "
+        "AND status = 'active' AND tier = 'warm'"))
+    conn.close()
+    assert "ix_memories_tier" in plan  # a user's warm rows are found without reading its hot ones
 
 
 def test_the_warm_vectors_on_disk_answer_a_question_by_its_meaning(aged: tuple[Memory, dict[str, str]]) -> None:

@@ -18,7 +18,7 @@ from ..records import MemoryRecord, MemoryType, Source, Status, Tier, Trust
 __all__ = ["SCHEMA_VERSION", "REVIEW", "keyword_text", "record_row", "row_record", "memories", "entities_t", "turns_t",
            "audit_t", "retrievals_t", "meta_t", "cold_t", "cold_entities_t"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: ``memories.indexed`` of a new row the background indexer has not embedded and reviewed yet
 REVIEW = -1
 
@@ -71,6 +71,9 @@ memories = sa.Table(
     sa.Index("ux_memories_key", "tenant_id", "user_id", "key_namespace", "key", unique=True),
     sa.Index("ix_memories_created", "tenant_id", "user_id", "created_at"),
     sa.Index("ix_memories_unindexed", "indexed"),
+    # a user's rows of one tier (the warm scan of a search with thin evidence): without it a user of
+    # 100k hot rows and no warm ones was read whole, ~90 ms, to find none
+    sa.Index("ix_memories_tier", "tenant_id", "user_id", "tier", "status"),
 )
 
 entities_t = sa.Table(
