@@ -16,7 +16,7 @@ from .plugins import Hooks, get_plugin_manager
 from .read.preload import TASKS, pick, preload_query
 from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
-from .records import SearchHit, Status
+from .records import OUTDATED_KEY, SearchHit, Status
 from .write.validation import check_id
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def recall(
 
 
 def _outdated_by(hit: SearchHit) -> str | None:
-    link = hit.record.metadata.get("outdated")
+    link = hit.record.metadata.get(OUTDATED_KEY)
     by = link.get("by") if isinstance(link, dict) else None
     return by if isinstance(by, str) else None
 

@@ -27,7 +27,15 @@ __all__ = [
     "importance_band",
     "DEFAULT_TRUST",
     "TRUST_RANK",
+    "REPLACED_KEY",
+    "OUTDATED_KEY",
 ]
+
+#: metadata key of what a memory's statement replaced: {"memory_id", "value", "at", "part"?}
+#: (written by ``portamem.write.supersession``, shown by ``portamem.read.prompt``)
+REPLACED_KEY = "replaced"
+#: metadata key of an older memory a newer statement outdated in part: {"by", "at"}
+OUTDATED_KEY = "outdated"
 
 
 class MemoryType(str, Enum):

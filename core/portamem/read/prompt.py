@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from ..records import MemoryRecord, SearchHit, from_iso, utcnow
+from ..records import OUTDATED_KEY, REPLACED_KEY, MemoryRecord, SearchHit, from_iso, utcnow
 from ..statements import content_words, same_slot, statements_of
 from ..text import clip, has_cjk
 from .current import asked_kind, current_answers
@@ -66,7 +66,7 @@ def format_memories(
             note = ", replaces an older memory"
         # older memories whose line this one took (for_prompt), whole
         took = [(" ".join(text.split()), at) for text, at in hit.replaces]
-        replaced = r.metadata.get("replaced")  # the older value a statement outdated (portamem.write.supersession)
+        replaced = r.metadata.get(REPLACED_KEY)  # the older value a statement outdated (portamem.write.supersession)
         value = " ".join(replaced["value"].split())[:80] if isinstance(replaced, dict) \
             and isinstance(replaced.get("value"), str) else ""
         if value and not any(value in text for text, _ in took):
@@ -147,7 +147,7 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
     n, o = newer.record, older.record
     if n.created_at <= o.created_at or n.memory_id == o.memory_id:
         return False
-    link = o.metadata.get("outdated")  # the write path's review found the newer replaces a part of it
+    link = o.metadata.get(OUTDATED_KEY)  # the write path's review found the newer replaces a part of it
     if isinstance(link, dict) and link.get("by") == n.memory_id:
         # only for a question about what changed: its words, or the kind of value it asks for
         return asked is None or bool(content_words(n.content) & asked) \
