@@ -92,6 +92,10 @@ class Settings:
     #: share of the final score taken off per share of the query's entities that no memory of the
     #: user holds (a question about someone never mentioned); 0.7 from LoCoMo conversations 0-2
     unknown_entity_penalty: float = 0.7
+    #: share of the final score taken off per share of the things whose identifier or reading the
+    #: query asks for ("my passport number", "我的血型") that no memory of the user mentions a word of
+    #: (``portamem.read.candidates.asked_identifiers``): nothing stored can give that value
+    unknown_asked_penalty: float = 1.0
     #: ``recall`` leaves out of a prompt the hits below this share of the best hit's score, and hits
     #: with less query evidence (vector, keyword, entity) than ``prompt_min_evidence``: filler lines
     #: cost tokens and mislead (tuned on the scenario suite's dev split, ``portamem eval scenarios``)
@@ -253,6 +257,8 @@ class Settings:
             raise ConfigError("server_key_refresh_s must be in (0, 60] and server_metrics_refresh_s in (0, 86400]")
         if not 0.0 <= self.unknown_entity_penalty <= 1.0:
             raise ConfigError(f"unknown_entity_penalty must be in [0, 1], got {self.unknown_entity_penalty}")
+        if not 0.0 <= self.unknown_asked_penalty <= 1.0:
+            raise ConfigError(f"unknown_asked_penalty must be in [0, 1], got {self.unknown_asked_penalty}")
         if any(not isinstance(w, (int, float)) or w < 0 for w in self.weights.values()):
             raise ConfigError(f"weights must be non-negative numbers, got {self.weights}")
         factors = {**DEFAULT_TRUST_FACTORS, **self.trust_factors}

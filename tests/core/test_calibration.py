@@ -70,6 +70,8 @@ def test_calibration_override_and_unknown_models() -> None:
         Settings(vector_calibration={"mean": 0.2, "std": 0.0})
     with pytest.raises(ConfigError):
         Settings(unknown_entity_penalty=1.5)
+    with pytest.raises(ConfigError):
+        Settings(unknown_asked_penalty=-0.1)
 
 
 def test_an_uncalibrated_model_is_calibrated_on_the_packaged_background_once_per_store(

@@ -212,3 +212,53 @@ def test_baseline_sources_are_validated(memory: Memory) -> None:
         memory.search_memory("x", user_id="u1", sources=["sql"])
     with pytest.raises(ValidationError):
         memory.search_memory("x", user_id="u1", sources="vector")
+
+
+@pytest.mark.parametrize(("question", "things"), [
+    ("What's my passport number?", [["passport"]]),
+    ("What's my car's registration number?", [["registration"]]),  # the number of the registration, not the car
+    ("What is the frame size of my bike?", [["frame"]]),
+    ("What's my current cholesterol level?", [["cholesterol"]]),
+    ("我的血型是什么？", [["血型"]]),
+    ("我家WiFi密码是多少？", [["wifi", "密码"]]),
+    ("我的工号是多少？", [["工号"]]),
+    # a name: the named thing is often introduced without its category ("a beagle called Rolo")
+    ("What's my dog's name?", []),
+    ("What is the name of my landlord?", []),
+    ("我的牙医叫什么名字？", []),
+    # not an identifier or reading: a category the stored answer may never name ("vegetarian", "greyhound")
+    ("What's my diet these days?", []),
+    ("What breed is my dog?", []),
+    ("What's my job title?", []),
+    ("What's my new address?", []),  # nothing but the kind of answer is asked
+    ("我的猫是什么猫？", []),
+    ("我最喜欢的电影是哪部？", []),
+])
+def test_the_thing_whose_identifier_a_question_asks_for(question: str, things: list[list[str]]) -> None:
+    from portamem.read.candidates import asked_identifiers
+
+    assert asked_identifiers(question) == things
+
+
+def test_an_identifier_of_a_thing_never_mentioned_recalls_nothing(memory: Memory) -> None:
+    """A question for the number, name or reading of something the user never spoke of is about
+    nothing stored, even where other words of it (my car, a number) match well."""
+    _save(memory, ["I drive a 2015 VW Golf, it's due its MOT in May.",
+                   "My dentist is Dr Amara Osei on Hill Street.",
+                   "We have a beagle called Rolo.",
+                   "My order number for the desk is 48213.",
+                   "我家WiFi是电信的，300兆。"])
+    assert memory.search_memory("What's my car's registration number?", user_id="u1", now=NOW) == []
+    assert memory.search_memory("What's my passport number?", user_id="u1", now=NOW) == []
+    assert memory.search_memory("我家WiFi密码是多少？", user_id="u1", now=NOW) != []  # WiFi is known
+    assert memory.search_memory("我的血型是什么？", user_id="u1", now=NOW) == []
+    # the same kind of question about a thing that was mentioned finds it
+    assert "48213" in memory.search_memory("What's my order number?", user_id="u1", now=NOW)[0].content
+    # a name is asked of a category its answer need not name
+    hits = memory.search_memory("What's my dentist's name?", user_id="u1", now=NOW)
+    assert hits and "Osei" in hits[0].content
+    assert any("Rolo" in h.content for h in memory.search_memory("What's my dog's name?", user_id="u1", now=NOW))
+    # the trace says why: every candidate of the never-mentioned thing is scored to nothing
+    trace: list = []
+    memory.search_memory("What's my passport number?", user_id="u1", now=NOW, trace=trace)
+    assert trace and all(e.candidate.unknown_asked == 1.0 and e.final == 0.0 for e in trace)

@@ -140,6 +140,8 @@ export interface TraceEntry {
   raw: Record<string, number>;
   /** share (0..1) of the query's entities that none of the user's memories holds */
   unknown_entities: number;
+  /** share (0..1) of the things whose identifier the query asks for ("my passport number") that no memory mentions */
+  unknown_asked?: number;
   record: MemoryRecord | null;
   final: number;
   /** "kept", or why not: "below top-k", "below min_score 0.1", "already in the working window", ... */

@@ -194,6 +194,7 @@ def dump_trace(entry: TraceEntry) -> dict[str, Any]:
     c = entry.candidate
     return {"memory_id": c.memory_id, "components": dict(c.components), "found_by": sorted(c.found_by),
             "raw": dict(c.raw), "unknown_entities": c.unknown_entities,
+            "unknown_asked": c.unknown_asked,
             "record": None if c.record is None else dump_record(c.record),
             "final": entry.final, "fate": entry.fate, "rank": entry.rank}
 
@@ -202,5 +203,6 @@ def load_trace(data: dict[str, Any]) -> TraceEntry:
     record = data.get("record")
     candidate = Candidate(memory_id=str(data["memory_id"]), components=dict(data["components"]),
                           found_by=set(data["found_by"]), record=None if record is None else load_record(record),
-                          raw=dict(data.get("raw") or {}), unknown_entities=float(data.get("unknown_entities", 0.0)))
+                          raw=dict(data.get("raw") or {}), unknown_entities=float(data.get("unknown_entities", 0.0)),
+                          unknown_asked=float(data.get("unknown_asked", 0.0)))
     return TraceEntry(candidate=candidate, final=float(data["final"]), fate=str(data["fate"]), rank=data.get("rank"))

@@ -7,6 +7,7 @@ May import: the data model, ``portamem.storage`` and the read path's calibration
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -42,6 +43,59 @@ PRIOR_DOCS = 5
 _STATS_USERS = 256
 _STATS_TOKENS = 20000
 
+#: what a question asks of the user's things: the words after "my", "our" or a possessive "'s" (a chain,
+#: "my car's registration number"), and in Chinese what follows 我的 / 我家 / "X的" up to the verb
+_POSSESSED_EN = re.compile(
+    r"(?:\b(?:my|our)\s+|(?<!\bwhat)(?<!\bwho)(?<!\bwhere)(?<!\bwhen)(?<!\bhow)(?<!\bthat)(?<!\bit)"
+    r"(?<!\bthere)(?<!\bhere)['’]s\s+)"
+    r"((?:(?!(?:is|are|was|were|for|in|at|on|with|from|to|by|and|or|now|again|these|this|that|do|did)\b)"
+    r"[a-z][\w-]*(?:['’]s)?(?:\s+|(?=[?.!,;:)]|$))){1,5})", re.I)
+_POSSESSED_ZH = re.compile(r"(?:我的|我家的?|我们的?|[\u4e00-\u9fff]{1,6}的)([\u4e00-\u9fffA-Za-z0-9]{1,10}?)"
+                           r"(?=是|叫|在|有|多少|什么|哪|吗|呢|[？?，,]|$)")
+#: the last word of a question that asks for an identifier or a reading of a thing: a value stated
+#: with the thing's own word ("my passport number", "我的血型", "我家WiFi密码"), which nobody can guess
+#: from another memory. Not a name: a named thing is often introduced without its category ("a
+#: beagle called Rolo" answers "my dog's name", "married to Ana" "my partner's name")
+_IDENTIFIER_EN = frozenset("number no id code password pin username email address level size type reading "
+                           "score".split())
+_IDENTIFIER_ZH = ("号码", "号", "密码", "账号", "型", "率", "码", "地址")
+#: "the frame size of my bike": the identifier before the thing
+_OF_MINE = re.compile(rf"\bthe\s+((?:[a-z][\w-]*\s+){{0,2}}?)(?:{'|'.join(sorted(_IDENTIFIER_EN))})\s+of\s+"
+                      r"(?:my|our)\s+([a-z][\w-]*)", re.I)
+#: words that only qualify the asked thing
+_QUALIFIER = frozenset("current new old usual latest full exact real".split())
+
+
+def asked_identifiers(question: str) -> list[list[str]]:
+    """For each identifier or reading a question asks of a thing the user has ("my passport number",
+    "the frame size of my bike", "我的血型是什么"), the words naming that thing. A search
+    whose user never mentioned any of them is about nothing stored (``Candidate.unknown_entities``)."""
+    out: list[list[str]] = []
+    for m in _POSSESSED_EN.finditer(question):
+        segments = [seg.split() for seg in re.split(r"['’]s\b", m.group(1)) if seg.split()]
+        if not segments:
+            continue
+        last = segments[-1]
+        if last[-1].lower() in _IDENTIFIER_EN:
+            thing = last[:-1] or (segments[-2] if len(segments) > 1 else [])
+        else:
+            continue
+        words = [t for w in thing for t in tokenize(w) if t not in _QUALIFIER]
+        if words:
+            out.append(words)
+    for m in _OF_MINE.finditer(question):
+        words = [t for t in tokenize(m.group(1) or m.group(2)) if t not in _QUALIFIER]
+        if words:
+            out.append(words)
+    for m in _POSSESSED_ZH.finditer(question):
+        phrase = m.group(1)
+        if phrase.endswith(_IDENTIFIER_ZH):
+            words = tokenize(phrase)
+            if words:
+                out.append(words)
+    return out
+
+
 @dataclass
 class Candidate:
     """A record found by one or more retrievers, with every component score kept (each 0..1).
@@ -58,6 +112,9 @@ class Candidate:
     #: share (0..1) of the query's entities that none of the user's memories holds: a question about
     #: someone or something never mentioned is probably about nothing stored (``Settings.unknown_entity_penalty``)
     unknown_entities: float = 0.0
+    #: share (0..1) of the things whose identifier the query asks for ("my passport number") that no
+    #: memory mentions: nothing stored can give that value (``Settings.unknown_asked_penalty``)
+    unknown_asked: float = 0.0
     #: the record's vector of the index's model (float32), read from the replica rather than the row
     vector: np.ndarray | None = None
     #: a row not reviewed by the indexer yet: a duplicate of a stored memory among them will be merged into it
@@ -208,21 +265,28 @@ class CandidateFinder:
             self._score_keyword(query, tenant_id, user_id, n_user, found)
         if "entity" in sources:
             self._score_entities(entity_weights, bm25_idf(n_user + PRIOR_DOCS, 1), found)
-            unknown = self._unknown_share(query_entities, unheld, tenant_id, user_id, n_user)
+            unknown, unasked = self._unknown_shares(query_entities, unheld, asked_identifiers(query), tenant_id,
+                                                    user_id, n_user)
             for cand in found.values():
-                cand.unknown_entities = unknown
+                cand.unknown_entities, cand.unknown_asked = unknown, unasked
         return found
 
-    def _unknown_share(self, entities: Sequence[str], unheld: Sequence[str], tenant_id: str, user_id: str,
-                       n_user: int) -> float:
-        """The share of the query's entities that no memory holds and none of whose words any memory
-        contains ("Ghent Sunday" read as one name is known when a memory says "Ghent")."""
-        if not unheld:
-            return 0.0
-        words = {e: tokenize(e) for e in unheld}
-        _, df = self._keyword_stats(tenant_id, user_id, n_user, sorted({w for ws in words.values() for w in ws}))
-        unknown = [e for e, ws in words.items() if not any(df.get(w) for w in ws)]
-        return len(unknown) / len(entities)
+    def _unknown_shares(self, entities: Sequence[str], unheld: Sequence[str], asked: Sequence[Sequence[str]],
+                        tenant_id: str, user_id: str, n_user: int) -> tuple[float, float]:
+        """The shares of the query's entities, and of the things whose identifier it asks for
+        (``asked_identifiers``), that no memory holds and none of whose words any memory contains
+        ("Ghent Sunday" read as one name is known when a memory says "Ghent"; "my passport number"
+        is about nothing stored when no memory says "passport")."""
+        if not unheld and not asked:
+            return 0.0, 0.0
+        named = [tokenize(e) for e in unheld]
+        _, df = self._keyword_stats(tenant_id, user_id, n_user, sorted({w for ws in named + list(asked) for w in ws}))
+
+        def unknown(groups: Sequence[Sequence[str]]) -> int:
+            return sum(1 for ws in groups if not any(df.get(w) for w in ws))
+
+        return (unknown(named) / len(entities) if entities else 0.0,
+                unknown(asked) / len(asked) if asked else 0.0)
 
     def attach_vectors(self, tenant_id: str, user_id: str, cands: Iterable[Candidate]) -> None:
         """Give candidates their vectors of the index's model: from the read replica where the user is

@@ -86,11 +86,14 @@ def _pair_cosine(a: Candidate, b: Candidate) -> float:
     return float(np.dot(va, vb))
 
 
-def _factor(cand: Candidate, trust_factor: Mapping[Trust, float] | None, unknown_penalty: float) -> float:
-    """What multiplies a candidate's weighted sum: its trust factor, less the unknown-entity penalty."""
+def _factor(cand: Candidate, trust_factor: Mapping[Trust, float] | None, unknown_penalty: float,
+            asked_penalty: float = 0.0) -> float:
+    """What multiplies a candidate's weighted sum: its trust factor, less the unknown-entity and
+    unknown-asked-thing penalties."""
     assert cand.record is not None
     trust = 1.0 if trust_factor is None else trust_factor.get(cand.record.trust, 1.0)
-    return trust * max(0.0, 1.0 - unknown_penalty * cand.unknown_entities)
+    return (trust * max(0.0, 1.0 - unknown_penalty * cand.unknown_entities)
+            * max(0.0, 1.0 - asked_penalty * cand.unknown_asked))
 
 
 def rank(
@@ -108,13 +111,16 @@ def rank(
     duplicate_cosine: float = 0.92,
     trace: list[TraceEntry] | None = None,
     unknown_entity_penalty: float = 0.0,
+    unknown_asked_penalty: float = 0.0,
     dedupe: bool = True,
 ) -> list[SearchHit]:
     """Score, threshold, drop what ``window`` (texts already in the prompt) holds, collapse
     near-identical results (the most trusted, then the newest stays), mark conflicts (the most
     trusted, then the newest first), cut to top-k. ``trust_factor`` multiplies each final score,
     and ties go to the more trusted memory. ``unknown_entity_penalty`` times the share of the query's
-    entities no memory holds (``Candidate.unknown_entities``) is taken off each final score.
+    entities no memory holds (``Candidate.unknown_entities``) is taken off each final score, and
+    ``unknown_asked_penalty`` times the share of the things whose identifier it asks for that no memory
+    mentions (``Candidate.unknown_asked``).
 
     ``dedupe``: the store merges duplicates on write (``Settings.dedupe``), so of near-identical hits
     still queued for its indexer the one it will keep stands for both.
@@ -133,7 +139,7 @@ def rank(
             cand.raw[name] = cand.components[name]
             cand.components[name] *= share
         final = sum(weights.get(n, 0.0) * v for n, v in cand.components.items())
-        final *= _factor(cand, trust_factor, unknown_entity_penalty)
+        final *= _factor(cand, trust_factor, unknown_entity_penalty, unknown_asked_penalty)
         entries.append(TraceEntry(cand, final))
     entries.sort(key=lambda e: (-e.final, -TRUST_RANK[e.candidate.record.trust],  # type: ignore[union-attr]
                                 -e.candidate.record.created_at.timestamp(), e.candidate.memory_id))  # type: ignore[union-attr]
@@ -170,7 +176,8 @@ def rank(
             continue
         kept.append(entry)
         kept_words.append(words)
-    hits = [_hit(e, weights, _factor(e.candidate, trust_factor, unknown_entity_penalty)) for e in kept]
+    hits = [_hit(e, weights, _factor(e.candidate, trust_factor, unknown_entity_penalty,
+                                                               unknown_asked_penalty)) for e in kept]
     hits = _mark_conflicts(hits, kept_words, [e.candidate for e in kept])
     for i, hit in enumerate(hits, 1):
         next(e for e in kept if e.candidate.memory_id == hit.memory_id).rank = i

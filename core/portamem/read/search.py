@@ -113,6 +113,7 @@ class Search:
                 trace=trace,
                 trust_factor=self.trust_factors,
                 unknown_entity_penalty=s.unknown_entity_penalty,
+                unknown_asked_penalty=s.unknown_asked_penalty,
                 dedupe=s.dedupe,
             )
 
