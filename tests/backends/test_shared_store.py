@@ -102,17 +102,12 @@ def test_four_processes_share_one_store(backend: Backend, tmp_path: Path, embedd
 
 def _bare_collection(uri: str, name: str, dim: int) -> None:
     """The first of a creator's two calls: the collection, and not yet its vector index."""
-    from pymilvus import DataType, MilvusClient
+    from pymilvus import MilvusClient
+
+    from portamem.storage.vectors import collection_schema
 
     c = MilvusClient(uri=uri)
-    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-    s.add_field("vec", DataType.FLOAT_VECTOR, dim=dim)
-    for f in ("scope", "type", "source", "trust", "session", "agent"):
-        s.add_field(f, DataType.INT64)
-    s.add_field("created_at", DataType.DOUBLE)
-    s.add_field("importance", DataType.DOUBLE)
-    c.create_collection(name, schema=s, consistency_level="Strong")
+    c.create_collection(name, schema=collection_schema(dim), consistency_level="Strong")
     c.close()
 
 

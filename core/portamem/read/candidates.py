@@ -69,17 +69,14 @@ _QUALIFIER = frozenset("current new old usual latest full exact real".split())
 def asked_identifiers(question: str) -> list[list[str]]:
     """For each identifier or reading a question asks of a thing the user has ("my passport number",
     "the frame size of my bike", "我的血型是什么"), the words naming that thing. A search
-    whose user never mentioned any of them is about nothing stored (``Candidate.unknown_entities``)."""
+    whose user never mentioned any of them is about nothing stored (``Candidate.unknown_asked``)."""
     out: list[list[str]] = []
     for m in _POSSESSED_EN.finditer(question):
         segments = [seg.split() for seg in re.split(r"['’]s\b", m.group(1)) if seg.split()]
-        if not segments:
+        if not segments or segments[-1][-1].lower() not in _IDENTIFIER_EN:
             continue
-        last = segments[-1]
-        if last[-1].lower() in _IDENTIFIER_EN:
-            thing = last[:-1] or (segments[-2] if len(segments) > 1 else [])
-        else:
-            continue
+        # "my passport number": the words before the identifier; "my dentist's code": the segment before
+        thing = segments[-1][:-1] or (segments[-2] if len(segments) > 1 else [])
         words = [t for w in thing for t in tokenize(w) if t not in _QUALIFIER]
         if words:
             out.append(words)

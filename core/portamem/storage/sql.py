@@ -98,8 +98,8 @@ class RecordStore:
                 conn.exec_driver_sql("ALTER TABLE memories ADD COLUMN tier VARCHAR(8) NOT NULL DEFAULT 'hot'")
             if "tiered_at" not in have:
                 conn.exec_driver_sql("ALTER TABLE memories ADD COLUMN tiered_at FLOAT")
-        if version < 7:  # a user's rows of one tier found by index
-            conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_memories_tier ON memories (tenant_id, user_id, tier, status)")
+        if version < 7:  # a user's rows of one tier found by index (the schema's own definition)
+            next(i for i in memories.indexes if i.name == "ix_memories_tier").create(conn, checkfirst=True)
         conn.execute(meta_t.update().where(meta_t.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
     def close(self) -> None:

@@ -43,7 +43,7 @@ from ..errors import StoreError, StoreLockedError, StoreOpenError, StoreUnreacha
 from ..filters import SearchFilters
 from ..records import MemoryRecord, MemoryType, Source, Trust
 
-__all__ = ["MilvusVectorIndex", "VectorHit", "scope_key", "collection_name", "opt_key"]
+__all__ = ["MilvusVectorIndex", "VectorHit", "scope_key", "collection_name", "collection_schema", "opt_key"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,20 @@ def collection_name(model: str, dim: int) -> str:
     """One collection per embedding model, so a query never meets vectors of another model."""
     slug = re.sub(r"[^0-9a-zA-Z]+", "_", model).strip("_").lower()[:180]
     return f"portamem_{slug}_{dim}"
+
+
+def collection_schema(dim: int) -> Any:
+    """The fields of a collection: the vector and the filter columns a search narrows by."""
+    from pymilvus import DataType, MilvusClient
+
+    s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+    s.add_field("vec", DataType.FLOAT_VECTOR, dim=dim)
+    for name in ("scope", "type", "source", "trust", "session", "agent"):
+        s.add_field(name, DataType.INT64)
+    s.add_field("created_at", DataType.DOUBLE)
+    s.add_field("importance", DataType.DOUBLE)
+    return s
 
 
 @dataclass(frozen=True)
@@ -177,23 +191,11 @@ class MilvusVectorIndex:
 
     # ---------------------------------------------------------------- setup
     def _ensure_collection(self) -> None:
-        from pymilvus import DataType, MilvusClient
-
         c = self.client
         if not c.has_collection(self.name):
-            s = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-            s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-            s.add_field("vec", DataType.FLOAT_VECTOR, dim=self.dim)
-            s.add_field("scope", DataType.INT64)
-            s.add_field("type", DataType.INT64)
-            s.add_field("source", DataType.INT64)
-            s.add_field("trust", DataType.INT64)
-            s.add_field("session", DataType.INT64)
-            s.add_field("agent", DataType.INT64)
-            s.add_field("created_at", DataType.DOUBLE)
-            s.add_field("importance", DataType.DOUBLE)
             try:
-                c.create_collection(self.name, schema=s, index_params=self._index_params(), **self._consistency)
+                c.create_collection(self.name, schema=collection_schema(self.dim), index_params=self._index_params(),
+                                    **self._consistency)
             except Exception:
                 if not c.has_collection(self.name):  # else another process on the server made it first
                     raise
