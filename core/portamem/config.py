@@ -198,6 +198,17 @@ class Settings:
     #: ``portamem serve``: how often ``/metrics``' store size per tenant and eviction/purge counts are read
     #: from the store (seconds), so a scrape never counts the rows itself
     server_metrics_refresh_s: float = 30.0
+    #: an OpenAI-compatible chat model (``portamem.models``): its base URL ending in ``/v1``
+    #: (``http://127.0.0.1:8080/v1``); None: no model, the rules do everything
+    llm_url: str | None = None
+    #: the model name the server serves (``PORTAMEM_LLM_MODEL``)
+    llm_model: str | None = None
+    #: bearer key of the model server; from the environment (``PORTAMEM_LLM_API_KEY``), never shown in a repr
+    llm_api_key: str | None = field(default=None, repr=False)
+    #: the longest one model call may take (seconds); a call past it is not retried
+    llm_timeout_s: float = 30.0
+    #: how many times a call that met a server error (HTTP 5xx, no connection) is tried again
+    llm_retries: int = 1
 
     def __post_init__(self) -> None:
         if self.embed_workers is not None and (isinstance(self.embed_workers, bool) or self.embed_workers < 0):
@@ -255,6 +266,12 @@ class Settings:
             raise ConfigError(f"search_queued_budget_s must be None or >= 0 seconds, got {self.search_queued_budget_s}")
         if not (0 < self.server_key_refresh_s <= 60 and 0 < self.server_metrics_refresh_s <= 86400):
             raise ConfigError("server_key_refresh_s must be in (0, 60] and server_metrics_refresh_s in (0, 86400]")
+        if not self.llm_timeout_s > 0 or isinstance(self.llm_retries, bool) or not isinstance(self.llm_retries, int) \
+                or self.llm_retries < 0:
+            raise ConfigError(f"llm_timeout_s must be > 0 seconds and llm_retries an integer >= 0, "
+                              f"got {self.llm_timeout_s}, {self.llm_retries!r}")
+        if self.llm_url is not None and not str(self.llm_url).startswith(("http://", "https://")):
+            raise ConfigError(f"llm_url must be an http(s) base URL ending in /v1, got {self.llm_url!r}")
         if not 0.0 <= self.unknown_entity_penalty <= 1.0:
             raise ConfigError(f"unknown_entity_penalty must be in [0, 1], got {self.unknown_entity_penalty}")
         if not 0.0 <= self.unknown_asked_penalty <= 1.0:

@@ -25,6 +25,10 @@ __all__ = [
     "OverloadedError",
     "PayloadTooLargeError",
     "HostNotAllowedError",
+    "ModelError",
+    "ModelTimeoutError",
+    "ModelUnavailableError",
+    "ModelResponseError",
 ]
 
 
@@ -139,3 +143,19 @@ class HostNotAllowedError(PermissionDeniedError):
 
 class OverloadedError(StoreError):
     """The server's write queue is full; retry after a short pause (HTTP 429, ``Retry-After``)."""
+
+
+class ModelError(PortamemError):
+    """A language model call failed (``portamem.models``); callers fall back to the rules."""
+
+
+class ModelTimeoutError(ModelError, TimeoutError):
+    """A model call ran past its time limit; it is not retried (a retry would cost the same time again)."""
+
+
+class ModelUnavailableError(ModelError):
+    """The model server could not be reached or answered with a server error (HTTP 5xx) after its retries."""
+
+
+class ModelResponseError(ModelError):
+    """The model server refused the request (HTTP 4xx) or answered with something that is not a chat completion."""

@@ -6,7 +6,8 @@ From the bottom up (``LAYERS`` lists them top first):
 - the data model and its kernel: records, errors, filters, text, entities, settings, embedders, the
   hook specs and plugin manager, the vault, what memories state (``statements``) and when two are
   the same (``duplicates``);
-- ``storage``: record store, schema, keyword index, vector index, dialects;
+- ``storage`` (record store, schema, keyword index, vector index, dialects) and, independent of it,
+  ``models`` (the chat model client);
 - ``components``: the parts of one open store the stages are handed;
 - ``write`` and ``read``, independent of each other;
 - ``background`` (the indexer runs the write path's review);
@@ -44,7 +45,7 @@ LAYERS: list[grimp.Layer | str] = [
     "background",
     grimp.Layer("write", "read", independent=True),
     "components",
-    "storage",
+    grimp.Layer("storage", "models", independent=True),
     KERNEL,
 ]
 
