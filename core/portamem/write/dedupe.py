@@ -1,7 +1,9 @@
 """Dedupe in the indexer's review: a new memory that repeats a stored one (or an earlier one of its
 batch) is merged into it instead of being kept twice (``portamem.duplicates.is_duplicate``).
 
-Keyed memories are never deduped: a key's row is replaced by key, not merged by likeness.
+Keyed memories are never deduped: a key's row is replaced by key, not merged by likeness. A merge
+stays in one scope (``portamem.write.scope.may_merge``): an agent's private repeat of a shared memory,
+or a shared repeat of a private one, is kept as its own row.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 from ..components import Components
 from ..duplicates import is_duplicate
 from ..records import TRUST_RANK, MemoryRecord, MemoryType, Status, utcnow
+from .scope import may_merge
 
 __all__ = ["dedupe", "merge_into"]
 
@@ -47,13 +50,14 @@ def dedupe(
             (stored[h.memory_id] for h in nearest.get(record.memory_id, [])
              if h.memory_id in stored and stored[h.memory_id].status is Status.ACTIVE
              and stored[h.memory_id] is not record and not _keyed(stored[h.memory_id])
+             and may_merge(stored[h.memory_id], record)  # never across tenants, users or agent scopes
              and is_duplicate(record.content, stored[h.memory_id].content, h.score, threshold)),
             None,
         )
         if target is None:  # a duplicate earlier in the same batch
             vec = np.asarray(record.embedding, dtype=np.float32)
             target = next(
-                (o for o in kept if is_duplicate(
+                (o for o in kept if may_merge(o, record) and is_duplicate(
                     record.content, o.content,
                     float(np.dot(vec, np.asarray(o.embedding, dtype=np.float32))), threshold)),
                 None,

@@ -54,6 +54,7 @@ from ..statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, conte
     statements_of
 from ..text import tokenize
 from .save import screen
+from .scope import acts_on, derived, may_merge
 
 __all__ = ["Supersessions", "supersede", "reconcile", "PENDING_KEY", "REPLACED_KEY", "OUTDATED_KEY"]
 
@@ -281,6 +282,11 @@ def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
                 later = order.get(record.memory_id, 0) >= order.get(other.memory_id, 0)
                 newer, older = (record, other) if later else (other, record)
                 decision = _decide(mine, other) if later else _decide(statements_of(other), record)
+                # a write acts only within its scope: a private value never retires the shared layer's
+                # or another agent's, and a repeat merges only within one scope (portamem.write.scope)
+                if decision == "repeat" and not may_merge(older, newer) or \
+                        decision == "update" and not acts_on(newer, older):
+                    continue
                 if decision == "repeat" and parts.settings.dedupe:  # a store that keeps every write keeps repeats
                     _repeat(older, newer, out)
                 elif decision == "update":
@@ -357,7 +363,8 @@ def _update(parts: Components, older: MemoryRecord, newer: MemoryRecord, out: Su
         out.retired.append(older)
     else:
         out.pairs.append((newer, older))
-        merged = _merged(parts, older, newer)
+        # a merged statement takes the newer's place: only where both are of one scope
+        merged = _merged(parts, older, newer) if may_merge(older, newer) else None
         if merged is not None:
             out.merged.append(merged)
 
@@ -369,12 +376,13 @@ def _merged(parts: Components, older: MemoryRecord, newer: MemoryRecord) -> Memo
     text = parts.hooks.merge_statements(older, newer, ctx)
     if not text:
         return None
+    limits = derived([older, newer])  # a model's rewrite of two statements keeps the weaker's limits
     merged = MemoryRecord(
         content=text.strip()[: parts.settings.max_content_chars], user_id=newer.user_id, tenant_id=newer.tenant_id,
         session_id=newer.session_id, agent_id=newer.agent_id, type=newer.type, kind=newer.kind,
         entities=list(dict.fromkeys(newer.entities + older.entities + _topics(newer))), triples=[list(t) for t in newer.triples],
-        importance=newer.importance, importance_band=newer.importance_band, half_life_days=newer.half_life_days,
-        created_at=newer.created_at, source=newer.source, trust=newer.trust, status=Status.PENDING,
+        importance=newer.importance, importance_band=newer.importance_band, half_life_days=limits.half_life_days,
+        created_at=newer.created_at, source=limits.source, trust=limits.trust, status=Status.PENDING,
     )
     merged.metadata[PENDING_KEY] = {"merges": [older.memory_id, newer.memory_id], "waits_for": _topics(newer),
                                     "reason": "a merged statement waits until its entity is mentioned again"}
@@ -390,7 +398,8 @@ def _wake_merged(parts: Components, tenant_id: str, user_id: str, group: Sequenc
                                 [normalize_entity(e) for e in r.entities] + tokenize(r.content)))
     found = parts.store.entity_search(tenant_id, user_id, probes, SearchFilters(statuses=(Status.PENDING,)), 20)
     waiting = [m for m in parts.store.get(tenant_id, user_id, [i for i, _ in found]).values()
-               if PENDING_KEY in m.metadata and m.status is Status.PENDING and m.embedding is not None]
+               if PENDING_KEY in m.metadata and m.status is Status.PENDING and m.embedding is not None
+               and any(acts_on(r, m) for r in group)]  # only a write of its scope wakes it
     if not waiting:
         return
     current = parts.store.get(tenant_id, user_id, [m.metadata[PENDING_KEY]["merges"][1] for m in waiting])

@@ -44,6 +44,7 @@ from ..errors import ValidationError
 from ..pipeline import GuardVerdict, WriteContext
 from ..records import TRUST_RANK, MemoryRecord, Status, Trust, to_iso, utcnow
 from ..statements import record_cosine, triples_conflict
+from .scope import acts_on
 
 __all__ = [
     "CONTRADICTION_COSINE",
@@ -115,16 +116,16 @@ def _conflicts(record: MemoryRecord, near: Sequence[tuple[MemoryRecord, float]])
 
 
 def _pending_match(record: MemoryRecord, pending: Sequence[MemoryRecord], threshold: float) -> MemoryRecord | None:
-    for p in pending:
-        if "pending" in p.metadata.get("trust", {}) and is_duplicate(record.content, p.content, record_cosine(record, p),
+    for p in pending:  # a repeat confirms (or re-trusts) only a memory of its own scope
+        if "pending" in p.metadata.get("trust", {}) and acts_on(record, p) and is_duplicate(record.content, p.content, record_cosine(record, p),
                                                                       threshold):
             return p
     return None
 
 
 def _repeats_active(record: MemoryRecord, near: Sequence[tuple[MemoryRecord, float]], threshold: float) -> bool:
-    return any(old.status is Status.ACTIVE and is_duplicate(record.content, old.content, score, threshold)
-               for old, score in near)
+    return any(old.status is Status.ACTIVE and (acts_on(record, old) or old.agent_id is None)  # in its view
+               and is_duplicate(record.content, old.content, score, threshold) for old, score in near)
 
 
 def _neighbours(parts: Components, records: Sequence[MemoryRecord],

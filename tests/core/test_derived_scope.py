@@ -1,0 +1,73 @@
+"""Derived memory keeps its sources' limits and a write acts only within its own scope
+(``portamem.write.scope``): the reproductions of what crossed them, through the public API."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from portamem import Memory
+from portamem.records import MemoryRecord, Source, Status, Trust
+from portamem.recall import recall
+from portamem.write.scope import ScopeError, acts_on, derived, may_merge, within
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
+def _rec(agent: str | None = None, *, user: str = "u1", tenant: str = "default", trust: Trust = Trust.MEDIUM,
+         source: Source = Source.USER, half_life: float = 90.0, session: str | None = None) -> MemoryRecord:
+    return MemoryRecord(content="x", user_id=user, tenant_id=tenant, agent_id=agent, trust=trust, source=source,
+                        half_life_days=half_life, session_id=session)
+
+
+def test_a_private_write_acts_on_its_own_agent_only_and_a_shared_one_on_the_user() -> None:
+    shared, sales, support = _rec(), _rec("sales"), _rec("support")
+    assert acts_on(sales, _rec("sales")) and not acts_on(sales, shared) and not acts_on(sales, support)
+    assert acts_on(shared, shared) and acts_on(shared, sales) and acts_on(shared, support)
+    assert not acts_on(shared, _rec(user="u2")) and not acts_on(shared, _rec(tenant="t2"))
+    # merging takes a row out of its scope's view: one scope on both sides only
+    assert may_merge(sales, _rec("sales")) and not may_merge(shared, sales) and not may_merge(sales, shared)
+
+
+def test_derived_limits_are_the_lowest_trust_narrowest_scope_and_shortest_half_life() -> None:
+    got = derived([_rec(trust=Trust.HIGH, source=Source.SYSTEM, half_life=365, session="a"),
+                   _rec("sales", trust=Trust.LOW, source=Source.WEB, half_life=30, session="a"),
+                   _rec(trust=Trust.MEDIUM, half_life=90, session="a")])
+    assert (got.trust, got.source, got.agent_id, got.session_id, got.half_life_days) == \
+        (Trust.LOW, Source.WEB, "sales", "a", 30)
+    assert derived([_rec(session="a"), _rec(session="b")]).session_id is None
+    with pytest.raises(ScopeError, match="sales.*support"):
+        derived([_rec("sales"), _rec("support")])
+    with pytest.raises(ScopeError):
+        derived([_rec(), _rec(user="u2")])
+    with pytest.raises(ScopeError):
+        derived([])
+    claim = _rec(None, trust=Trust.HIGH, half_life=400)
+    assert len(within(claim, [_rec("sales", trust=Trust.LOW, half_life=30)])) == 3
+
+
+def test_a_private_write_never_supersedes_the_shared_layer(memory: Memory) -> None:
+    shared = memory.save_memory("My budget is 1200 euros.", user_id="u1", created_at=T0, wait=True)
+    private = memory.save_memory("My budget is 2500 euros now.", user_id="u1", agent_id="sales",
+                                 created_at=T0 + timedelta(days=1), wait=True)
+    assert memory.get_memory(shared.memory_id, user_id="u1").status is Status.ACTIVE
+    assert private.supersedes is None
+    support = [h.content for h in recall(memory, "What is my budget?", user_id="u1", agent_id="support")]
+    assert support == ["My budget is 1200 euros."]
+    sales = [h.content for h in memory.search_memory("What is my budget?", user_id="u1",
+                                                     filters={"agent_id": "sales"})]
+    assert "My budget is 2500 euros now." in sales
+    # a shared write speaks for the user to every agent: it outdates the agent's private value
+    newest = memory.save_memory("My budget is 3000 euros now.", user_id="u1", created_at=T0 + timedelta(days=2),
+                                wait=True)
+    assert memory.get_memory(private.memory_id, user_id="u1").superseded_by == newest.memory_id
+
+
+def test_a_repeat_is_never_merged_across_agent_scopes(memory: Memory) -> None:
+    shared = memory.save_memory("My dog is called Rolo.", user_id="u1", wait=True)
+    again = memory.save_memory("My dog is called Rolo.", user_id="u1", agent_id="sales", wait=True)
+    assert again.memory_id != shared.memory_id and again.status is Status.ACTIVE and again.agent_id == "sales"
+    assert memory.get_memory(shared.memory_id, user_id="u1").frequency == 1
+    twice = memory.save_memory("My dog is called Rolo.", user_id="u1", agent_id="sales", wait=True)
+    assert twice.memory_id == again.memory_id  # within one scope a repeat still merges
