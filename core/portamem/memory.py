@@ -25,12 +25,12 @@ from .background.upkeep import index_now, reconcile, reindex
 from .components import Components
 from .config import Settings
 from .embeddings import Embedder, PassageBatcher, QueryCache, get_embedder
-from .errors import NotFoundError, StoreError, ValidationError
+from .errors import IndexingTimeoutError, NotFoundError, StoreError, ValidationError
 from .filters import SearchFilters
 from .lifecycle.audit import AuditFinding, audit_scan
 from .lifecycle.explain import Explanation
 from .lifecycle.explain import explain as explain_record
-from .lifecycle.forgetting import purge, restore, soft_delete
+from .lifecycle.forgetting import holders, purge, restore, soft_delete
 from .lifecycle.maintenance import Maintainer, MaintenanceReport, maintain
 from .lifecycle.reinforcement import refresh
 from .lifecycle.tiers import ColdLoader
@@ -419,12 +419,21 @@ class Memory:
     def forget_memory(
         self, memory_ids: Sequence[str] | str, *, user_id: str, tenant_id: str | None = None
     ) -> list[str]:
-        """Soft-delete memories: they leave search at once and are purged after the grace period."""
+        """Soft-delete memories: they leave search at once and are purged after the grace period.
+
+        The id a save returned forgets what that save said wherever it is held now: a save the review
+        merged into an older duplicate forgets that memory (``lifecycle.forgetting.holders``). Returns
+        the ids that changed."""
         self._check_open()
         ids = check.check_memory_ids(self.settings, memory_ids, single=True)
         user_id = self._user(user_id)
         tenant_id = self._tenant(tenant_id)
+        try:  # a save still under review may yet be merged: forget where the review puts it
+            self.indexer.wait_ids(ids, self.settings.index_wait_s)
+        except IndexingTimeoutError:
+            log.warning("forgetting %s before the indexer reviewed them", ids)
         with self._lock:
+            ids = holders(self.parts, tenant_id, user_id, ids)
             archived = [r.memory_id for r in self.store.cold_records(tenant_id, user_id, ids, vectors=False)]
             if len(archived) < len(ids):
                 self._owned([m for m in ids if m not in archived], user_id, tenant_id)

@@ -4,6 +4,7 @@ whose hits count as used, and the prompt lines (``portamem.read.prompt``)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -16,7 +17,7 @@ from .plugins import Hooks, get_plugin_manager
 from .read.preload import TASKS, pick, preload_query
 from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
-from .records import OUTDATED_KEY, SearchHit, Status
+from .records import OUTDATED_KEY, SearchHit, Status, Tier
 from .write.validation import check_id
 
 if TYPE_CHECKING:
@@ -104,9 +105,24 @@ def recall(
         if session_id is not None:
             TASKS.open(memory, task, plan.task, preloaded, settings.preload_turns)
     else:
-        preloaded = reused[1] if reused is not None else []
+        preloaded = _still_held(memory, reused[1], user_id, tenant_id) if reused is not None else []
     seen = {h.memory_id for h in hits}
     return hits + [h for h in preloaded if h.memory_id not in seen]
+
+
+def _still_held(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id: str | None) -> list[SearchHit]:
+    """The preloaded hits a later turn of the task reuses, each as its memory is now: a memory forgotten,
+    superseded, merged or moved to the cold tier since the task opened is left out, as the question's
+    own search leaves it out, and one rewritten shows its new text (the task keeps ids, not texts)."""
+    out: list[SearchHit] = []
+    for h in hits:
+        try:
+            record = memory.get_memory(h.memory_id, user_id=user_id, tenant_id=tenant_id)
+        except NotFoundError:
+            continue  # purged or erased since
+        if record.status is Status.ACTIVE and record.tier is not Tier.COLD:
+            out.append(dataclasses.replace(h, record=record))
+    return out
 
 
 def _outdated_by(hit: SearchHit) -> str | None:

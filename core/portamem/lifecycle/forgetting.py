@@ -13,8 +13,31 @@ from ..background.upkeep import index_now
 from ..components import Components
 from ..filters import SearchFilters
 from ..records import MemoryRecord, Status, utcnow
+from ..storage.erasure import cold_deleted, scrub_audit
 
-__all__ = ["soft_delete", "restore", "purge"]
+__all__ = ["soft_delete", "restore", "purge", "holders"]
+
+
+def holders(parts: Components, tenant_id: str, user_id: str, memory_ids: Sequence[str]) -> list[str]:
+    """The rows that hold what each id's save said now: the id itself, or, for a save the review merged
+    into an older duplicate (or a consolidation merged into another memory: deleted, with
+    ``superseded_by``), the memory it was merged into, followed to the end. A value superseded by a newer
+    statement is not merged (its status is superseded) and stays its own: forgetting the old budget
+    leaves the new one."""
+    out: list[str] = []
+    for memory_id in memory_ids:
+        seen = {memory_id}
+        row = parts.store.get(tenant_id, user_id, [memory_id], vectors=False).get(memory_id)
+        while row is not None and row.status is Status.DELETED and row.superseded_by \
+                and row.superseded_by not in seen:
+            into = row.superseded_by
+            seen.add(into)
+            row = parts.store.get(tenant_id, user_id, [into], vectors=False).get(into)
+            if row is None and not parts.store.cold_records(tenant_id, user_id, [into], vectors=False):
+                break  # purged since: the id's own row is all there is
+            memory_id = into
+        out.append(memory_id)
+    return list(dict.fromkeys(out))
 
 
 def soft_delete(
@@ -42,21 +65,27 @@ def soft_delete(
 
 
 def purge(parts: Components, tenant_id: str, cutoff: float) -> int:
-    """Hard-delete the tenant's soft-deleted records deleted at or before ``cutoff`` (a timestamp);
-    superseded memories are history, never purged."""
+    """Hard-delete the tenant's soft-deleted records deleted at or before ``cutoff`` (a timestamp), in
+    every tier (a forgotten record cannot be archived, but an older store's archive may hold some);
+    superseded memories are history, never purged. The texts the audit log quotes of them are emptied
+    (``portamem.storage.erasure.scrub_audit``): a purged memory is gone, its trail stays."""
     victims = [
-        r for r in parts.store.list(tenant_id, None, SearchFilters(statuses=(Status.DELETED,)))
+        (r.memory_id, r.user_id) for r in parts.store.list(tenant_id, None, SearchFilters(statuses=(Status.DELETED,)))
         if r.deleted_at is not None and r.deleted_at.timestamp() <= cutoff
     ]
+    with parts.store.engine.connect() as conn:
+        victims += cold_deleted(conn, tenant_id, cutoff)
     if not victims:
         return 0
+    ids = [m for m, _ in victims]
     with parts.store.transaction() as conn:
-        n = parts.store.purge(conn, [r.memory_id for r in victims], tenant_id=tenant_id)
+        n = parts.store.purge(conn, ids, tenant_id=tenant_id)
+        scrub_audit(conn, tenant_id, sorted({u for _, u in victims}), ids)
         parts.store.audit_many(
             conn,
-            [{"action": "purge", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id}
-             for r in victims],
+            [{"action": "purge", "tenant_id": tenant_id, "user_id": u, "memory_id": m} for m, u in victims],
         )
+    parts.outbox.forget(ids)
     return n
 
 

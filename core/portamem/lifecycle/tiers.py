@@ -114,6 +114,12 @@ def move(parts: Components, tenant_id: str, user_id: str, memory_ids: Sequence[s
         keyed = [m for m, r in rows.items() if r.key is not None]
         if keyed:
             raise ValidationError(f"keyed memories stay in the record store (their key is looked up): {keyed}")
+        # a forgotten row waits in the record store for its purge (or restore): the archive is never
+        # where a deletion goes to outlive its grace period
+        forgotten = [m for m, r in rows.items() if r.status is Status.DELETED]
+        if forgotten:
+            raise ValidationError(f"forgotten memories {forgotten} cannot be archived: they are purged after the "
+                                  "grace period (restore_memory first to keep one)")
     why = (lambda m: reason) if isinstance(reason, str) else (lambda m: reason.get(m, ""))
     moves = [Move(m, (rows.get(m) or cold[m]).tier, target, why(m)) for m in ids
              if (rows.get(m) or cold[m]).tier is not target]

@@ -147,6 +147,16 @@ class PostingsKeywordIndex:
                     removed.append((tenant_id, user_id, term, int(pk)))
             conn.execute(postings_t.delete().where(postings_t.c.record.in_(chunk)))
         self._count(conn, users, df)
+        # a term no record of the user holds any more leaves the counts too: a forgotten text's words
+        # must not outlive it there
+        emptied: dict[tuple[str, str], list[str]] = {}
+        for (tenant_id, user_id, term), d in df.items():
+            if d:
+                emptied.setdefault((tenant_id, user_id), []).append(term)
+        for (tenant_id, user_id), terms in emptied.items():
+            for start in range(0, len(terms), 500):
+                conn.execute(df_t.delete().where(df_t.c.tenant_id == tenant_id, df_t.c.user_id == user_id,
+                                                 df_t.c.term.in_(terms[start:start + 500]), df_t.c.df <= 0))
         if self.cache is not None:
             TermCache.note(conn, ("drop", removed, users))
 

@@ -136,6 +136,8 @@ class TermCache:
             for kind, *args in notes:
                 if kind == "clear":
                     self._empty()
+                elif kind == "erase":
+                    self._erase(*args)
                 elif kind == "add":
                     self._apply_add(*args)
                 else:
@@ -144,6 +146,17 @@ class TermCache:
     def clear(self) -> None:
         with self._lock:
             self._empty()
+
+    def _erase(self, tenant_id: str, user_id: str) -> None:
+        """Drop everything cached of one user (an erased user: ``portamem.storage.erasure``)."""
+        self._users.pop((tenant_id, user_id), None)
+        for key in [k for k in self._terms if k[0] == tenant_id and k[1] == user_id]:
+            self._bytes -= self._terms.pop(key).nbytes
+
+    def cached_terms(self, tenant_id: str, user_id: str) -> list[str]:
+        """The terms cached for a user (what the cache holds of their texts)."""
+        with self._lock:
+            return [k[2] for k in self._terms if k[0] == tenant_id and k[1] == user_id]
 
     def _empty(self) -> None:
         self._terms.clear()
@@ -170,7 +183,11 @@ class TermCache:
             if (tenant_id, user_id, term) in self._terms:
                 grouped.setdefault((tenant_id, user_id, term), []).append(pk)
         for key, pks in grouped.items():
-            self._replace(key, self._terms[key].dropped(pks))
+            left = self._terms[key].dropped(pks)
+            if len(left.pk):
+                self._replace(key, left)
+            else:  # no record holds the term now: its key (a word of the dropped text) goes too
+                self._bytes -= self._terms.pop(key).nbytes
         self._count(users)
 
     def _replace(self, key: TermKey, postings: Postings) -> None:
