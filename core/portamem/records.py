@@ -29,13 +29,62 @@ __all__ = [
     "TRUST_RANK",
     "REPLACED_KEY",
     "OUTDATED_KEY",
+    "GUARD_KEY",
+    "REDACTIONS_KEY",
+    "VAULT_KEY",
+    "TRUST_KEY",
+    "TRIGGER_KEY",
+    "PROMOTE_TO_KEY",
+    "TURNS_KEY",
+    "EPISODE_KEY",
+    "COVERS_KEY",
+    "TOOL_KEY",
+    "PENDING_KEY",
+    "IMPORTED_ID_KEY",
+    "ABSTRACT_KEY",
+    "ABSTRACTED_INTO",
+    "SYSTEM_METADATA_KEYS",
+    "system_key",
 ]
+
+#: every metadata key portamem writes itself, with what it holds: a caller may set none of them
+#: (``portamem.write.validation.check_provenance``), since the read path, ``explain`` and maintenance
+#: take them as portamem's own word (a forged ``outdated`` hides the line it names from recall, a forged
+#: ``guard`` reads as a real verdict). A key is declared with :func:`system_key`, which is the only way
+#: to name one, so a new key is refused from callers the moment it exists.
+_SYSTEM_KEYS: dict[str, str] = {}
+
+
+def system_key(name: str, holds: str) -> str:
+    """Declare ``name`` a metadata key portamem writes itself (what it ``holds``) and return it."""
+    if name in _SYSTEM_KEYS:
+        raise ValueError(f"metadata key {name!r} is declared twice")
+    _SYSTEM_KEYS[name] = holds
+    return name
+
 
 #: metadata key of what a memory's statement replaced: {"memory_id", "value", "at", "part"?}
 #: (written by ``portamem.write.supersession``, shown by ``portamem.read.prompt``)
-REPLACED_KEY = "replaced"
+REPLACED_KEY = system_key("replaced", "what the memory's statement replaced (write.supersession)")
 #: metadata key of an older memory a newer statement outdated in part: {"by", "at"}
-OUTDATED_KEY = "outdated"
+OUTDATED_KEY = system_key("outdated", "the newer memory that outdated this one in part (write.supersession)")
+GUARD_KEY = system_key("guard", "the guard's verdict on the memory (write.save, write.trust)")
+REDACTIONS_KEY = system_key("redactions", "the kinds of PII redacted out of it (write.privacy)")
+VAULT_KEY = system_key("pii_vault", "the sealed originals of what was redacted (write.privacy)")
+TRUST_KEY = system_key("trust", "the trust review's notes: pending, contradicts, confirmed_by (write.trust)")
+TRIGGER_KEY = system_key("trigger", "why the window captured it (write.window)")
+PROMOTE_TO_KEY = system_key("promote_to", "the type a working candidate becomes at promotion (write.window)")
+TURNS_KEY = system_key("turns", "the turns an episode stands for (write.window)")
+EPISODE_KEY = system_key("episode", "an episode's key facts, intent and outcome (write.window)")
+COVERS_KEY = system_key("covers", "the captured memories an episode points at (write.window)")
+TOOL_KEY = system_key("tool", "the tool a tool memory records (write.window)")
+PENDING_KEY = system_key("merged_pending", "a merge waiting on a supersession (write.supersession)")
+IMPORTED_ID_KEY = system_key("imported_id", "the memory's id in the file it was imported from (portable.transfer)")
+ABSTRACT_KEY = system_key("abstract", "an abstract memory's support and sources (lifecycle.abstraction)")
+ABSTRACTED_INTO = system_key("abstracted_into", "the abstract memory that stands for this one (lifecycle.abstraction)")
+
+#: the keys above, and any declared later with :func:`system_key` (a live view, so none is missed)
+SYSTEM_METADATA_KEYS = _SYSTEM_KEYS.keys()
 
 
 class MemoryType(str, Enum):

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..components import Components
 from ..pipeline import Habit, WriteContext
-from ..records import MemoryRecord, MemoryType, Source, Status, to_iso
+from ..records import ABSTRACT_KEY, ABSTRACTED_INTO, MemoryRecord, MemoryType, Source, Status, to_iso
 from ..statements import content_words
 from ..text import has_cjk
 from ..write.requests import MemoryDraft
@@ -40,11 +40,9 @@ from ..write.save import write
 
 __all__ = ["ABSTRACT_KEY", "ABSTRACTED_INTO", "ABSTRACT_NAMESPACE", "abstract", "habits", "habit_template"]
 
-#: metadata key of an abstract memory: {"support", "of", "confidence", "since", "words", "derived_from"}
-#: (``derived_from``: the group's memories, those with the habit and those without)
-ABSTRACT_KEY = "abstract"
-#: metadata key of a member: the id of the abstract memory that stands for it
-ABSTRACTED_INTO = "abstracted_into"
+# ``ABSTRACT_KEY`` (``portamem.records``), metadata key of an abstract memory: {"support", "of", "confidence",
+# "since", "words", "derived_from"} (``derived_from``: the group's memories, those with the habit and those
+# without); ``ABSTRACTED_INTO``, metadata key of a member: the id of the abstract memory that stands for it
 #: the key namespace the maintainer writes abstract memories under
 ABSTRACT_NAMESPACE = ("portamem", "abstract")
 #: a habit word is held by at least this share of a group, and this share of its holders are in the group

@@ -36,7 +36,8 @@ from ..background.upkeep import index_now
 from ..components import Components
 from ..errors import ImportFormatError, PortamemError, StoreError, ValidationError
 from ..filters import SearchFilters
-from ..records import DEFAULT_TRUST, TRUST_RANK, MemoryRecord, Source, Status, Tier, Turn, from_iso, utcnow
+from ..records import DEFAULT_TRUST, IMPORTED_ID_KEY, TRUST_RANK, MemoryRecord, Source, Status, Tier, Turn, from_iso, \
+    utcnow
 from ..write import validation as check
 from ..write.privacy import redact_turn
 from ..write.save import screen, stricter, write_context
@@ -46,8 +47,8 @@ __all__ = ["export_jsonl", "export_lines", "import_jsonl", "parse_export", "EXPO
 
 EXPORT_FORMAT = "portamem-export"
 EXPORT_VERSION = 2
-#: metadata key holding the file's id of a record that was given a fresh one on import
-IMPORTED_ID_KEY = "imported_id"
+#: ``IMPORTED_ID_KEY`` (``portamem.records``): metadata key holding the file's id of a record that was given a
+#: fresh one on import
 _CONFLICTS = ("error", "skip", "replace")
 
 

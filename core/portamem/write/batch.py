@@ -22,10 +22,15 @@ from ..records import MemoryRecord, Turn, utcnow
 from . import validation as check
 from .privacy import redact_turn
 from .requests import SaveRequest, SaveResult, TurnRequest
+from ..storage import formation as formation_queue
+from .forming import turn_row
 from .save import checked_drafts, drafted, stage
 from .window import capture_drafts, compress
 
-__all__ = ["save_many", "close_sessions"]
+__all__ = ["save_many", "close_sessions", "FORMATION_CONTEXT"]
+
+#: the turns before a user turn that the formation queue keeps with it (its session context)
+FORMATION_CONTEXT = 3
 
 
 @dataclass
@@ -37,6 +42,8 @@ class _Turn:
     session_id: str
     turn: Turn
     captured: list[MemoryRecord] = field(default_factory=list)
+    #: the formation queue's row for the turn (``portamem.background.formation``), set as it is written
+    queued: dict[str, Any] | None = None
 
     @property
     def session(self) -> tuple[str, str, str]:
@@ -49,6 +56,8 @@ def _checked_turn(parts: Components, req: TurnRequest) -> _Turn:
     session_id = check.check_id(parts.settings, "session_id", req.session_id)
     check.check_opaque_ids(parts.hooks, parts.settings, tenant_id, user_id, session_id=session_id)
     user, assistant, meta = check.check_turn(parts.settings, req.user, req.assistant, req.metadata)
+    # an episode quotes its turns' metadata: a caller's turn may not bring provenance into it
+    check.check_provenance("turn metadata", meta)
     created_at = check.check_datetime("created_at", req.created_at)
     turn = Turn(user=user, assistant=assistant, metadata=meta, created_at=created_at or utcnow())
     planned = _Turn(tenant_id, user_id, session_id, turn)
@@ -113,9 +122,15 @@ def _apply(parts: Components, segment: Sequence[tuple[SaveResult, _Turn | None]]
             parts.store.audit_many(conn, compressed)
             stage(parts, conn, [r for result, planned in segment if result.error is None
                                 for r in (result.records if planned is None else planned.captured)])
+            # each user turn waits for formation in the transaction that writes it: acknowledged is queued
+            queued = [planned.queued for result, planned in segment
+                      if planned is not None and result.error is None and planned.queued is not None]
+            formation_queue.enqueue(conn, queued)
     except BaseException:
         parts.outbox.forget([r.memory_id for result, _ in segment for r in result.records])
         raise
+    if queued and parts.formation is not None:
+        parts.formation.notify()
 
 
 def close_sessions(parts: Components, tenant_id: str, user_id: str, *, now: datetime, idle_s: float,
@@ -172,6 +187,9 @@ def _turn(parts: Components, conn: Any, planned: _Turn, audit: list[dict[str, An
     kept = redact_turn(parts.hooks, turn, ctx) if parts.settings.redact_window else turn
     if not any(t is turn for t in evicted):
         parts.store.add_turn(conn, tenant_id, user_id, session_id, kept)
+    if parts.settings.auto_capture and kept.user.strip():  # the turn and the few before it, as the window keeps them
+        planned.queued = turn_row(tenant_id, user_id, session_id, kept, window[-FORMATION_CONTEXT:],
+                                  [r.memory_id for r in planned.captured])
     parts.store.drop_turns(conn, [t.seq for t in evicted if t.seq])
     audit.extend(_compressed(episodes, tenant_id, user_id, session_id, len(evicted)))
     return episodes

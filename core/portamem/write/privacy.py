@@ -8,13 +8,12 @@ from typing import Any
 from ..errors import VaultError
 from ..pipeline import Redaction, WriteContext
 from ..plugins import Hooks
-from ..records import MemoryRecord, Turn
+from ..records import REDACTIONS_KEY, VAULT_KEY, MemoryRecord, Turn
 from ..vault import Vault, open_sealed
 
 __all__ = ["redact_record", "redact_value", "redact_turn", "reveal", "sealed_original", "VAULT_KEY"]
 
-#: metadata key of the sealed original (``Memory.reveal_memory`` opens it)
-VAULT_KEY = "pii_vault"
+#: ``VAULT_KEY`` (``portamem.records``): metadata key of the sealed original (``Memory.reveal_memory`` opens it)
 
 
 def redact_value(hooks: Hooks, value: Any, ctx: WriteContext, spans: list[Redaction]) -> Any:
@@ -56,7 +55,7 @@ def redact_record(hooks: Hooks, record: MemoryRecord, ctx: WriteContext, vault: 
     record.metadata = redact_value(hooks, record.metadata, ctx, spans)
     record.entities = list(dict.fromkeys(redact_value(hooks, list(record.entities), ctx, spans)))
     if spans:
-        record.metadata["redactions"] = sorted({r.kind for r in spans})
+        record.metadata[REDACTIONS_KEY] = sorted({r.kind for r in spans})
         if vault is not None:
             record.metadata[VAULT_KEY] = vault.seal(
                 original, tenant_id=record.tenant_id, user_id=record.user_id, memory_id=record.memory_id

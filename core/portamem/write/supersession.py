@@ -48,8 +48,8 @@ from ..components import Components
 from ..entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
-from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, \
-    to_iso, utcnow
+from ..records import OUTDATED_KEY, PENDING_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, \
+    Trust, to_iso, utcnow
 from ..statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, content_words, same_slot, same_value, \
     statements_of
 from ..text import tokenize
@@ -58,8 +58,7 @@ from .scope import acts_on, derived, may_merge
 
 __all__ = ["Supersessions", "supersede", "reconcile", "PENDING_KEY", "REPLACED_KEY", "OUTDATED_KEY"]
 
-#: metadata key of a merged statement waiting for its entity
-PENDING_KEY = "merged_pending"
+#: ``PENDING_KEY`` (``portamem.records``): metadata key of a merged statement waiting for its entity
 #: statements about a thing the user has, likes or uses: a negative one outdates a positive one of the
 #: same thing whatever the attribute ("I sold the Golf" after "I drive a Golf")
 _OBJECT_ATTRIBUTES = frozenset({"preference", "uses", "has", "does", "diet"})

@@ -25,7 +25,7 @@ from ..errors import ContentTooLongError, ValidationError
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
 from ..plugins import Hooks
-from ..records import DEFAULT_TRUST, MemoryType, Source, Trust
+from ..records import DEFAULT_TRUST, SYSTEM_METADATA_KEYS, MemoryType, Source, Trust
 from .requests import MemoryDraft
 
 __all__ = [
@@ -203,15 +203,10 @@ def check_json(settings: Settings, name: str, value: Any, *, bounded: bool = Tru
     return dict(json.loads(text))
 
 
-#: metadata keys the write path owns, its provenance: the guard's verdict (``guard``), what redaction took
-#: out and sealed (``redactions``, ``pii_vault``), the trust review's notes (``trust``), how a memory was
-#: written (``trigger``, ``promote_to``, ``turns``, ``episode``, ``covers``, ``tool``), a merge waiting on
-#: a supersession (``merged_pending``), the value a statement replaced (``replaced``) and the file id of an
-#: import (``imported_id``)
-RESERVED_METADATA_KEYS = frozenset({
-    "guard", "pii_vault", "redactions", "trust", "trigger", "promote_to", "turns", "episode", "covers", "tool",
-    "merged_pending", "replaced", "imported_id", "abstract", "abstracted_into",
-})
+#: metadata keys portamem owns, its provenance (``portamem.records.SYSTEM_METADATA_KEYS``, where each is
+#: declared with what it holds): the guard's verdict, what redaction took out and sealed, the trust review's
+#: notes, how a memory was written, what a statement replaced or outdated, an import's file id, habits
+RESERVED_METADATA_KEYS = SYSTEM_METADATA_KEYS
 
 
 def check_provenance(name: str, metadata: Mapping[str, Any], *, kept: Mapping[str, Any] | None = None,
@@ -224,7 +219,8 @@ def check_provenance(name: str, metadata: Mapping[str, Any], *, kept: Mapping[st
     forged = sorted(k for k in metadata if k in RESERVED_METADATA_KEYS)
     if forged and not strip:
         raise ValidationError(f"{name} may not set {forged}: portamem writes these keys itself (guard verdicts, "
-                              "redactions, trust notes, how a memory was written); use other names")
+                              "redactions, trust notes, how a memory was written, what replaced or outdated it; "
+                              "portamem.records.SYSTEM_METADATA_KEYS); use other names")
     out = {k: v for k, v in metadata.items() if k not in RESERVED_METADATA_KEYS}
     if kept:
         out.update((k, v) for k, v in kept.items() if k in RESERVED_METADATA_KEYS)
