@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from . import evaluation, scenarios
 from .scenarios import habits as habits_eval
+from .scenarios import paraphrase as paraphrase_eval
 from .scenarios import preload as preload_eval
 from .config import Settings
 from .connect import open_memory as _open
@@ -277,6 +278,8 @@ EVAL_DATASETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], C
                   scenarios.add_arguments, scenarios.run),
     "preload": ("task openings: what the task will need in its first prompt, searches per task",
                 preload_eval.add_arguments, preload_eval.run),
+    "paraphrase": ("facts asked back in other words: top-1, answer in the prompt, nothing for what was never said",
+                   paraphrase_eval.add_arguments, paraphrase_eval.run),
     "habits": ("repeated behaviour: an abstract memory with its support, the top hit for the habit question",
                habits_eval.add_arguments, habits_eval.run),
 }
