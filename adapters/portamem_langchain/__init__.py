@@ -5,6 +5,7 @@
 * ``PortamemStore``: LangGraph's ``BaseStore`` (``create_agent(store=...)``, ``runtime.store``).
 * ``PortamemRetriever``: a ``BaseRetriever`` over one user's memories.
 * ``PortamemChatMessageHistory``: a ``BaseChatMessageHistory`` over one session (compat).
+* ``as_chat_model``: a LangChain chat model as the ``portamem.models.ChatModel`` portamem's model stages ask.
 
 LangChain messages keep their native form in portamem, so they come back exactly (role, name,
 content blocks, tool calls, ids, additional_kwargs); other frameworks read role and text.
@@ -21,9 +22,11 @@ if TYPE_CHECKING:
     from .history import PortamemChatMessageHistory
     from .middleware import PortamemMiddleware, Scope
     from .retriever import PortamemRetriever
+    from .models import as_chat_model
     from .store import PortamemStore
 
-__all__ = ["PortamemMiddleware", "PortamemStore", "PortamemRetriever", "PortamemChatMessageHistory", "Scope"]
+__all__ = ["PortamemMiddleware", "PortamemStore", "PortamemRetriever", "PortamemChatMessageHistory", "Scope",
+           "as_chat_model"]
 
 _HOME = {
     "PortamemMiddleware": "middleware",
@@ -31,6 +34,7 @@ _HOME = {
     "PortamemStore": "store",
     "PortamemRetriever": "retriever",
     "PortamemChatMessageHistory": "history",
+    "as_chat_model": "models",
 }
 
 

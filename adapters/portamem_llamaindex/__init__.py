@@ -11,6 +11,7 @@ except ImportError as exc:  # the adapter is useless without its framework: say 
 
 from .memory import PortamemMemory, PortamemMemoryBlock  # noqa: E402
 from .messages import from_chat_message, to_chat_message  # noqa: E402
+from .models import as_chat_model  # noqa: E402
 from .retriever import PortamemRetriever  # noqa: E402
 from .tools import PortamemToolSpec  # noqa: E402
 
@@ -21,4 +22,5 @@ __all__ = [
     "PortamemToolSpec",
     "to_chat_message",
     "from_chat_message",
+    "as_chat_model",
 ]

@@ -26,6 +26,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from portamem.models import ChatModel, ModelStats, as_chat_model
+
 from portamem import hookimpl
 from portamem.entities import extract_entities
 from portamem.pipeline import ACTS, Extraction, WriteContext
@@ -75,10 +77,28 @@ class LLMExtractor:
         '"acts": [{{"text": "...", "act": "statement"}}]}}.\n\nMessage: {text}'
     )
 
-    def __init__(self, llm: Callable[[str], str], retries: int = 2, max_chars: int = MAX_CHARS) -> None:
+    #: the answer's JSON schema, sent to a server that can hold the model to it (``validate`` checks the rest)
+    SCHEMA: dict[str, Any] = {
+        "title": "statements", "type": "object", "additionalProperties": False, "required": ["statements", "acts"],
+        "properties": {
+            "statements": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False, "required": sorted(STATEMENT_KEYS),
+                "properties": {**{k: {"type": ["string", "null"]} for k in STATEMENT_KEYS},
+                               "attribute": {"type": "string"}, "value": {"type": "string"},
+                               "polarity": {"type": "boolean"},
+                               "kind": {"enum": sorted(_KINDS)}}}},
+            "acts": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False, "required": ["text", "act"],
+                "properties": {"text": {"type": "string"}, "act": {"enum": sorted(ACTS)}}}}}}
+
+    def __init__(self, llm: ChatModel | Callable[[str], str], retries: int = 2, max_chars: int = MAX_CHARS, *,
+                 budget_s: float | None = None, stats: ModelStats | None = None) -> None:
         self.llm = llm
+        self.model = as_chat_model(llm)
         self.retries = retries
         self.max_chars = max_chars
+        self.budget_s = budget_s
+        self.stats = stats
 
     @staticmethod
     def validate(data: Any) -> str | None:
@@ -124,8 +144,9 @@ class LLMExtractor:
 
     @hookimpl(tryfirst=True)
     def portamem_extract(self, text: str, context: WriteContext) -> Extraction | None:
-        data = ask_json(self.llm, self.PROMPT.format(text=text[: self.max_chars * 4]), self.validate, self.retries,
-                        "statements")
+        data = ask_json(self.model, [{"role": "user", "content": self.PROMPT.format(text=text[: self.max_chars * 4])}],
+                        schema=self.SCHEMA, validate=self.validate, budget_s=self.budget_s, retries=self.retries,
+                        stats=self.stats, max_tokens=512, what="statements")
         if data is None:
             return None  # every attempt broke the contract: the rule extractor reads the text
         statements = self.statements(text, data)

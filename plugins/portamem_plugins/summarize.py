@@ -8,7 +8,6 @@ nothing worth keeping (greetings, thanks, small talk, questions and their answer
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 from portamem import hookimpl
 from portamem.entities import extract_entities
 from portamem.lifecycle.abstraction import habit_template
+from portamem.models import ChatModel, ModelStats, as_chat_model, ask_json
 from portamem.pipeline import Habit, WriteContext
 from portamem.records import MemoryRecord, Turn
 
@@ -148,19 +148,40 @@ def portamem_summarize_habit(habit: Habit, context: WriteContext) -> str | None:
 
 
 class _AskingPlugin:
-    """A plugin around any ``llm(prompt) -> str`` whose answers must be strict JSON (``validate``)."""
+    """A plugin around a chat model (``portamem.models.ChatModel``, or any ``llm(prompt) -> str``) whose
+    answers must be JSON under ``SCHEMA`` that ``validate`` accepts; ``budget_s`` bounds the time of all
+    its tries together (None: each call's own timeout only)."""
 
-    def __init__(self, llm: Callable[[str], str], retries: int = 2, max_chars: int = MAX_CHARS) -> None:
+    #: the JSON schema of the answer, sent to a server that can hold the model to it
+    SCHEMA: dict[str, Any] | None = None
+
+    def __init__(self, llm: ChatModel | Callable[[str], str], retries: int = 2, max_chars: int = MAX_CHARS, *,
+                 budget_s: float | None = None, stats: ModelStats | None = None) -> None:
         self.llm = llm
+        self.model = as_chat_model(llm)
         self.retries = retries
         self.max_chars = max_chars
+        self.budget_s = budget_s
+        self.stats = stats
 
     @staticmethod
     def validate(data: Any) -> str | None:
         raise NotImplementedError
 
-    def ask(self, prompt: str, what: str) -> Any:
-        return ask_json(self.llm, prompt, self.validate, self.retries, what)
+    def ask(self, prompt: str, what: str, validate: Callable[[Any], str | None] | None = None) -> Any:
+        return ask_json(self.model, [{"role": "user", "content": prompt}], schema=self.SCHEMA,
+                        validate=validate or self.validate, budget_s=self.budget_s, retries=self.retries,
+                        stats=self.stats, max_tokens=512, what=what)
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    """A strict JSON schema of an object with exactly these properties."""
+    return {"type": "object", "properties": properties, "required": sorted(properties), "additionalProperties": False}
+
+
+_TEXT = {"type": "string"}
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+_TEXTS = {"type": "array", "items": {"type": "string"}}
 
 
 class LLMSummarizer(_AskingPlugin):
@@ -179,6 +200,9 @@ class LLMSummarizer(_AskingPlugin):
         '{{"summary": "<text>", "key_facts": ["<fact>", ...], "user_intent": "<text or null>", '
         '"outcome": "<text or null>", "entities": ["<name>", ...]}}.\n\n{turns}'
     )
+
+    SCHEMA = {"title": "episode", **_object(summary=_TEXT, key_facts=_TEXTS, user_intent=_TEXT_OR_NULL,
+                                            outcome=_TEXT_OR_NULL, entities=_TEXTS)}
 
     @staticmethod
     def validate(data: Any) -> str | None:
@@ -208,26 +232,6 @@ class LLMSummarizer(_AskingPlugin):
                 "entities": [e.strip() for e in data["entities"] if e.strip()]}
 
 
-def ask_json(llm: Callable[[str], str], prompt: str, validate: Callable[[Any], str | None], retries: int,
-             what: str) -> Any:
-    """The model's answer parsed as strict JSON that ``validate`` accepts, asking again at most
-    ``retries`` times, each time with what was wrong with the last answer; None when every attempt
-    failed (the caller falls back)."""
-    asking = prompt
-    for attempt in range(retries + 1):
-        try:
-            data = json.loads(llm(asking))
-        except (json.JSONDecodeError, TypeError) as exc:
-            problem = f"not JSON ({exc})"
-        else:
-            problem = validate(data)
-            if problem is None:
-                return data
-        log.warning("%s attempt %d: %s", what, attempt + 1, problem)
-        asking = f"{prompt}\n\nYour last answer was rejected: {problem}. Answer again with the JSON only."
-    return None
-
-
 class LLMMerger(_AskingPlugin):
     """A merger plugin (``portamem_merge_statements``) around any ``llm(prompt) -> str``: a statement
     and the newer one that supersedes it become one, as strict JSON ``{"statement": "<text>"}``, two
@@ -242,6 +246,8 @@ class LLMMerger(_AskingPlugin):
         "statement that keeps what holds now and says what it was before; keep the user's language. "
         'Answer with JSON only, exactly {{"statement": "<text>"}}.\n\nOlder: {older}\nNewer: {newer}'
     )
+
+    SCHEMA = {"title": "merged_statement", **_object(statement=_TEXT)}
 
     @staticmethod
     def validate(data: Any) -> str | None:
@@ -275,6 +281,8 @@ class LLMHabitSummarizer(_AskingPlugin):
         'language. Answer with JSON only, exactly {{"summary": "<text>"}}.\n\n{members}'
     )
 
+    SCHEMA = {"title": "habit_summary", **_object(summary=_TEXT)}
+
     @staticmethod
     def validate(data: Any, support: tuple[str, str] = ("", "")) -> str | None:
         if not isinstance(data, dict) or set(data) != {"summary"}:
@@ -291,5 +299,5 @@ class LLMHabitSummarizer(_AskingPlugin):
         prompt = self.PROMPT.format(words=", ".join(habit.words), support=habit.support, of=habit.of,
                                     since=f"{habit.since:%Y-%m-%d}",
                                     members="\n".join(f"- {m}" for m in habit.members[-20:]))
-        data = ask_json(self.llm, prompt, lambda d: self.validate(d, support), self.retries, "habit summary")
+        data = self.ask(prompt, "habit summary", lambda d: self.validate(d, support))
         return None if data is None else str(data["summary"]).strip()[: self.max_chars]

@@ -262,3 +262,24 @@ def test_stats_are_safe_across_threads() -> None:
     assert snap["latency_s"]["buckets"][-1][1] == 4000 and 0 <= snap["latency_s"]["p50"] <= 0.09
     with pytest.raises(ValueError):
         stats.record_call("maybe", 1.0)
+
+
+def test_the_plugins_send_their_schema_and_take_a_fenced_answer(server: Scripted) -> None:
+    from portamem.pipeline import WriteContext
+    from portamem.records import MemoryRecord
+    from portamem_plugins.llm_extract import LLMExtractor
+    from portamem_plugins.summarize import LLMMerger
+
+    server.script = lambda b: (200, _completion('```json\n{"statement": "Budget: 8000, was 5000."}\n```'), 0.0)
+    merger = LLMMerger(OpenAIChatModel(server.url, "m"), budget_s=5.0)
+    ctx = WriteContext(tenant_id="default", user_id="u", settings=Settings())
+    assert merger.portamem_merge_statements(MemoryRecord(content="My budget is 5000.", user_id="u"),
+                                            MemoryRecord(content="My budget is 8000.", user_id="u"),
+                                            ctx) == "Budget: 8000, was 5000."
+    fmt = server.requests[0]["response_format"]
+    assert fmt["json_schema"]["name"] == "merged_statement" and fmt["json_schema"]["schema"]["required"] == ["statement"]
+    # the extractor's schema is strict JSON schema a server can compile (every key required, nothing else)
+    schema = LLMExtractor.SCHEMA
+    item = schema["properties"]["statements"]["items"]
+    assert set(item["required"]) == set(item["properties"]) and item["additionalProperties"] is False
+    json.dumps(schema)

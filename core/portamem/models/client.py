@@ -196,16 +196,20 @@ def render_prompt(messages: Messages) -> str:
 
 class CallableChatModel:
     """Any ``fn(prompt: str) -> str`` as a ``ChatModel``: the messages rendered into one prompt
-    (``render_prompt``), the schema and token bound left to the prompt's own words.
+    (``render_prompt``), the schema and token bound left to the prompt's own words. With
+    ``messages=True``, ``fn`` takes the messages themselves (``[{"role", "content"}, ...]``): how the
+    framework adapters hand over a chat model that knows roles.
 
     A callable cannot be interrupted: its time is whatever it takes, measured and counted; ``ask_json``
     does not ask again once its budget is spent. An exception it raises becomes a ``ModelError``.
     """
 
-    def __init__(self, fn: Callable[[str], str], *, stats: ModelStats | None = None) -> None:
+    def __init__(self, fn: Callable[[str], str] | Callable[[list[dict[str, str]]], str], *, messages: bool = False,
+                 stats: ModelStats | None = None) -> None:
         if not callable(fn):
             raise ConfigError(f"a chat model must be callable as fn(prompt) -> str, got {type(fn).__name__}")
         self.fn = fn
+        self.messages = messages
         self.stats = stats or ModelStats()
 
     def __repr__(self) -> str:
@@ -214,8 +218,9 @@ class CallableChatModel:
     def chat(self, messages: Messages, *, schema: Mapping[str, Any] | None = None, max_tokens: int = 256,
              timeout_s: float | None = None) -> str:
         start = time.monotonic()
+        given: Any = [dict(m) for m in messages] if self.messages else render_prompt(messages)
         try:
-            text = self.fn(render_prompt(messages))
+            text = self.fn(given)
         except ModelError:
             self.stats.record_call("error", time.monotonic() - start)
             raise
@@ -225,9 +230,10 @@ class CallableChatModel:
         except Exception as exc:  # noqa: BLE001 - any failure of a foreign callable is the model's failure
             self.stats.record_call("error", time.monotonic() - start)
             raise ModelError(f"the model callable raised {type(exc).__name__}: {exc}") from exc
-        self.stats.record_call("ok", time.monotonic() - start)
         if not isinstance(text, str):
+            self.stats.record_call("error", time.monotonic() - start)
             raise ModelResponseError(f"the model callable must return text, got {type(text).__name__}")
+        self.stats.record_call("ok", time.monotonic() - start)
         return text
 
 
