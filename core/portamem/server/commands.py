@@ -49,6 +49,10 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
                         "address, any on another; Settings.server_allowed_hosts)")
     p.add_argument("--max-body-bytes", type=int, help="largest request body taken, in bytes "
                                                       "(default 4 MiB; Settings.server_max_body_bytes)")
+    p.add_argument("--llm-url", help="base URL of an OpenAI-compatible chat model, ending in /v1, that forms "
+                                     "memories in the background (Settings.llm_url; its key only from "
+                                     "PORTAMEM_LLM_API_KEY)")
+    p.add_argument("--llm-model", help="the model name that server serves (Settings.llm_model)")
     p.add_argument("--log-level", default="warning")
 
 
@@ -120,6 +124,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings = settings.replace(server_allowed_hosts=[*(settings.server_allowed_hosts or []), *args.allowed_hosts])
     if args.max_body_bytes is not None:
         settings = settings.replace(server_max_body_bytes=args.max_body_bytes)
+    if args.llm_url is not None or args.llm_model is not None:  # the key stays in the environment, off the command line
+        settings = settings.replace(**{k: v for k, v in (("llm_url", args.llm_url), ("llm_model", args.llm_model))
+                                       if v is not None})
     return serve(settings, host=args.host, port=args.port, max_queue=args.max_queue,
                  max_batch=args.max_batch, log_level=args.log_level)
 

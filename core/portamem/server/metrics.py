@@ -9,6 +9,10 @@
   ``portamem_index_rows_per_second`` (over the last minute), ``portamem_indexed_total``, ``portamem_index_failing``.
 - ``portamem_embedding_seconds`` (a histogram per embedder call, by kind: passage or query) and
   ``portamem_embedded_texts_total``.
+- The chat model, when one is configured (``Settings.llm_url``): ``portamem_model_calls_total`` by outcome
+  (ok, timeout, http, error), ``portamem_model_invalid_answers_total`` (answers that were not the JSON
+  asked for), ``portamem_model_fallbacks_total`` (the rules decided instead), ``portamem_model_tokens_total``
+  by kind (prompt, completion; as the server reports them) and ``portamem_model_latency_seconds`` (a histogram).
 - The read replica: ``portamem_replica_bytes``, ``portamem_replica_users``, ``portamem_replica_budget_bytes``.
 - The store: ``portamem_memories`` by tenant and status, and ``portamem_evictions_total`` /
   ``portamem_purges_total`` by tenant since the server started. These are read from the store by a
@@ -29,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from ..storage.schema import audit_t, memories
 
@@ -202,6 +206,7 @@ class _Collector:
                      index.indexed_per_s)
         yield _counter("portamem_indexed", "Rows this server's indexer wrote", index.indexed_total)
         yield _gauge("portamem_index_failing", "1 while the indexer's last batch failed", int(bool(index.last_error)))
+        yield from model_metrics(getattr(index, "model", None))
         vectors = mem.vectors
         yield _gauge("portamem_replica_bytes", "Bytes of the in-memory vector replica", vectors.resident_bytes())
         yield _gauge("portamem_replica_users", "Users whose vectors the replica holds", vectors.resident_users())
@@ -224,6 +229,32 @@ class _Collector:
             yield counter
         if age is not None:
             yield _gauge("portamem_store_stats_age_seconds", "Age of the store figures above", age)
+
+
+def model_metrics(snapshot: dict[str, Any] | None) -> Iterator[Metric]:
+    """The chat model's counters (``portamem.models.ModelStats.snapshot()``); nothing without a model."""
+    if not snapshot:
+        return
+    calls = CounterMetricFamily("portamem_model_calls", "Chat model calls by how they ended", labels=["outcome"])
+    for outcome, n in sorted(snapshot["outcomes"].items()):
+        calls.add_metric([outcome], n)
+    yield calls
+    yield _counter("portamem_model_invalid_answers", "Model answers that were not the JSON asked for",
+                   snapshot["failures"]["invalid"])
+    yield _counter("portamem_model_fallbacks", "Questions to the model the rules answered instead",
+                   snapshot["fallbacks"])
+    tokens = CounterMetricFamily("portamem_model_tokens", "Tokens the model server reported, by kind", labels=["kind"])
+    tokens.add_metric(["prompt"], snapshot["prompt_tokens"])
+    tokens.add_metric(["completion"], snapshot["completion_tokens"])
+    yield tokens
+    latency = snapshot["latency_s"]
+    histogram = HistogramMetricFamily("portamem_model_latency_seconds", "Time of one chat model call")
+    histogram.add_metric([], [(_bound(b), n) for b, n in latency["buckets"]], sum_value=latency["sum"])
+    yield histogram
+
+
+def _bound(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(float(bound))
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
