@@ -17,11 +17,13 @@ from .plugins import Hooks, get_plugin_manager
 from .read.preload import TASKS, pick, preload_query
 from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
+from .filters import SearchFilters
 from .records import OUTDATED_KEY, SearchHit, Status, Tier
 from .write.validation import check_id
 
 if TYPE_CHECKING:
     from .memory import Memory
+    from .records import MemoryRecord
 
 __all__ = ["format_memories", "relative_age", "recall", "arecall", "needs_recall", "DEFAULT_HEADER", "REFERENCES"]
 
@@ -85,11 +87,12 @@ def recall(
         return []
     shown = list(shown)
     filters = None if agent_id is None else {"agent_id": agent_id}
+    admits = SearchFilters.coerce(filters).admits  # a linked memory is shown only where a search would show it
     hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now, filters=filters)
     if ASKS_HABIT.search(query):  # "what do I usually order?": the habit that stands for the hits found
-        hits = _with_linked(memory, hits, user_id, tenant_id, _abstracted_into, "abstract")
-    hits = _with_linked(memory, hits, user_id, tenant_id, _outdated_by, CURRENT)
+        hits = _with_linked(memory, hits, user_id, tenant_id, _abstracted_into, "abstract", admits)
+    hits = _with_linked(memory, hits, user_id, tenant_id, _outdated_by, CURRENT, admits)
     hits = for_prompt(hits, margin=settings.prompt_margin, min_evidence=settings.prompt_min_evidence, query=query)
     if not settings.preload:
         return hits
@@ -137,9 +140,11 @@ def _abstracted_into(hit: SearchHit) -> str | None:
 
 
 def _with_linked(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id: str | None,
-                 link: Callable[[SearchHit], str | None], mark: str) -> list[SearchHit]:
+                 link: Callable[[SearchHit], str | None], mark: str,
+                 admits: Callable[[MemoryRecord], bool]) -> list[SearchHit]:
     """The hits, each followed by the active memory ``link`` names for it when the search did not find
-    it, with the hit's score and ``mark`` added to its ``found_by``:
+    it and the caller's filters ``admits`` it (another agent's private memory never rides in on a link
+    from the shared layer), with the hit's score and ``mark`` added to its ``found_by``:
 
     - ``_abstracted_into``, marked ``"abstract"``: the abstract memory of a member hit
       (``portamem.lifecycle.abstraction``: a habit stands for the memories it was derived from, and
@@ -161,7 +166,7 @@ def _with_linked(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id:
             record = memory.get_memory(linked, user_id=user_id, tenant_id=tenant_id)
         except NotFoundError:
             continue  # forgotten since
-        if record.status is Status.ACTIVE:
+        if record.status is Status.ACTIVE and admits(record):
             out.append(SearchHit(record, h.score, h.breakdown, (*h.found_by, mark)))
     return out
 

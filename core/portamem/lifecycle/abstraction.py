@@ -13,6 +13,12 @@ abstract memory per habit as a keyed memory of the maintainer (``key_namespace``
 ``recall`` shows the abstract memory in their place (``portamem.read.prompt``) and its metadata lists
 them for whoever wants to expand it.
 
+An abstract memory is derived, so it keeps the limits of its members (``portamem.write.scope.derived``):
+the trust and source of the least trusted (six web snippets make a low-trust web habit, not a system
+one), the narrowest scope (a group is found within one agent's private memories or within the shared
+layer, never across them, so a private memory is never quoted where other agents read) and the
+shortest half-life. Its example is the sentence of a member that holds the habit, not the whole member.
+
 The text comes from the ``portamem_summarize_habit`` hook: a summariser plugin (``LLMHabitSummarizer``
 in ``portamem_plugins.summarize``, strict JSON) first, the rule template (``habit_template``: the habit
 words and their support, English or Chinese after the members) last and as the fallback.
@@ -32,11 +38,12 @@ import numpy as np
 
 from ..components import Components
 from ..pipeline import Habit, WriteContext
-from ..records import ABSTRACT_KEY, ABSTRACTED_INTO, MemoryRecord, MemoryType, Source, Status, to_iso
+from ..records import ABSTRACT_KEY, ABSTRACTED_INTO, MemoryRecord, MemoryType, Status, to_iso
 from ..statements import content_words
 from ..text import has_cjk
 from ..write.requests import MemoryDraft
 from ..write.save import write
+from ..write.scope import derived
 
 __all__ = ["ABSTRACT_KEY", "ABSTRACTED_INTO", "ABSTRACT_NAMESPACE", "abstract", "habits", "habit_template"]
 
@@ -79,7 +86,10 @@ def habits(parts: Components, pool: list[MemoryRecord]) -> list[dict[str, Any]]:
     for i in np.argsort(-(sims >= tau).sum(axis=1), kind="stable"):
         if taken[i]:
             continue
-        group = [j for j in np.flatnonzero(sims[i] >= tau) if not taken[j]]
+        # a group stays in one agent scope (portamem.write.scope): no private memory joins, and so is
+        # quoted by, a habit the shared layer or another agent reads
+        group = [j for j in np.flatnonzero(sims[i] >= tau)
+                 if not taken[j] and records[j].agent_id == records[i].agent_id]
         if len(group) < s.abstract_min_support:
             continue
         count = Counter(w for j in group for w in words[j])
@@ -104,10 +114,13 @@ def abstract(parts: Components, pool: list[MemoryRecord], *, user_id: str, tenan
     found = habits(parts, pool)
     if not found:
         return []
-    context = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings, source=Source.SYSTEM,
-                           explicit=False)
-    written = write(parts, [_draft(parts, h, context) for h in found], user_id=user_id, tenant_id=tenant_id,
-                    explicit=False)
+    drafts = []
+    for h in found:
+        limits = derived(h["group"])  # the habit inherits its members' lowest trust and shortest half-life
+        context = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings, source=limits.source,
+                               agent_id=limits.agent_id, explicit=False)
+        drafts.append(_draft(parts, h, context))
+    written = write(parts, drafts, user_id=user_id, tenant_id=tenant_id, explicit=False)
     # each member names its abstract, so a recall that finds a member shows the abstract (portamem.recall)
     rows = [{"memory_id": r.memory_id, "metadata": {**r.metadata, ABSTRACTED_INTO: a.memory_id}}
             for h, a in zip(found, written) for r in h["group"] if r.metadata.get(ABSTRACTED_INTO) != a.memory_id]
@@ -117,9 +130,21 @@ def abstract(parts: Components, pool: list[MemoryRecord], *, user_id: str, tenan
     return [a.memory_id for a in written]
 
 
+#: where a member's sentences end, for quoting the one that holds the habit
+_SENTENCES = re.compile(r"(?<=[.!?。！？；;])\s*")
+
+
+def _example(member: str, words: tuple[str, ...]) -> str:
+    """The sentence of ``member`` that holds the most habit words: the habit's own example, not whatever
+    else the member carried (a web snippet's appended instruction is not repeated as the user's habit)."""
+    sentences = [s for s in _SENTENCES.split(" ".join(member.split())) if s.strip()] or [member]
+    return max(sentences, key=lambda s: len(content_words(s) & set(words)))
+
+
 def habit_template(habit: Habit) -> str:
-    """The rule template's text of a habit: its words and support, and its latest member as the example."""
-    example = " ".join(habit.members[-1].split())[:160]
+    """The rule template's text of a habit: its words and support, and the sentence of its latest member
+    that holds the habit as the example."""
+    example = _example(habit.members[-1], habit.words)[:160]
     since = habit.since
     if habit.chinese:
         return f"习惯：{'、'.join(habit.words)}（自{since:%Y-%m-%d}起{habit.of}条相似记忆中有{habit.support}条）；例如“{example}”"
@@ -138,10 +163,17 @@ def _draft(parts: Components, habit: dict[str, Any], context: WriteContext) -> M
     # a summariser plugin (an LLM) first, the rule template when every one passes
     text = (parts.hooks.summarize_habit(found, context) or habit_template(found)).strip()
     text = text[: parts.settings.max_content_chars]
-    key = "habit-" + hashlib.sha1("|".join(sorted(words)).encode()).hexdigest()[:16]
+    limits = derived(group)
+    # one key per habit and scope: an agent's habit never overwrites the shared layer's of the same words
+    scope = [] if limits.agent_id is None else [f"agent:{limits.agent_id}"]
+    key = "habit-" + hashlib.sha1("|".join(scope + sorted(words)).encode()).hexdigest()[:16]
     meta = {ABSTRACT_KEY: {"support": n, "of": m, "confidence": round(n / m, 2), "since": to_iso(since),
                            "words": words,
                            "derived_from": [r.memory_id for r in sorted(group, key=lambda r: r.created_at)][-_MAX_MEMBERS:]}}
-    return MemoryDraft(content=text, type=MemoryType.SEMANTIC, kind="preference", source=Source.SYSTEM,
+    # derived, it carries its members' limits (portamem.write.scope): the source and trust of the least
+    # trusted, the private agent among them, their shortest half-life
+    return MemoryDraft(content=text, type=MemoryType.SEMANTIC, kind="preference", source=limits.source,
+                       trust=limits.trust, agent_id=limits.agent_id, session_id=limits.session_id,
+                       half_life_days=limits.half_life_days,
                        importance=min(0.9, 0.5 + 0.05 * n), metadata=meta, key=key,
                        key_namespace=ABSTRACT_NAMESPACE, created_at=members[-1].created_at)

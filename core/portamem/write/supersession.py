@@ -49,7 +49,7 @@ from ..entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
 from ..records import OUTDATED_KEY, PENDING_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, \
-    Trust, to_iso, utcnow
+    to_iso, utcnow
 from ..statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, content_words, same_slot, same_value, \
     statements_of
 from ..text import tokenize
@@ -289,7 +289,9 @@ def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
                 if decision == "repeat" and parts.settings.dedupe:  # a store that keeps every write keeps repeats
                     _repeat(older, newer, out)
                 elif decision == "update":
-                    part = _replaced_part(older, statements_of(newer))
+                    # a less trusted newer outdates nothing, not even in part: _update holds it
+                    part = _replaced_part(older, statements_of(newer)) \
+                        if TRUST_RANK[newer.trust] >= TRUST_RANK[older.trust] else None
                     if part is not None:
                         _outdate_part(older, newer, part, out)
                     else:
@@ -344,8 +346,9 @@ def _outdate_part(older: MemoryRecord, newer: MemoryRecord, part: Sequence[str],
 
 
 def _update(parts: Components, older: MemoryRecord, newer: MemoryRecord, out: Supersessions) -> None:
-    """The newer outdates the older, unless it is less trusted than a high-trust older: then it waits."""
-    if older.trust is Trust.HIGH and TRUST_RANK[newer.trust] < TRUST_RANK[Trust.HIGH]:
+    """The newer outdates the older, unless it is less trusted than the older: then it waits (a link
+    carries the lower trust of its two ends, so a less trusted value never retires a more trusted one)."""
+    if TRUST_RANK[newer.trust] < TRUST_RANK[older.trust]:
         newer.status = Status.PENDING
         newer.metadata["trust"] = {"pending": "contradicts high trust", "contradicts": [older.memory_id],
                                    "reason": f"another value of a statement of {older.memory_id}"}
