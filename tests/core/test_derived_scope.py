@@ -130,3 +130,15 @@ def test_a_habit_of_private_memories_stays_private(memory: Memory) -> None:
     # the agent itself still gets its habit
     own = recall(memory, "Do I prefer a window or an aisle seat?", user_id="u", agent_id="sales", session_id="q2")
     assert any("abstract" in h.record.metadata for h in own)
+
+
+def test_consolidation_over_capacity_keeps_each_scope(tmp_path, backend, embedder) -> None:  # type: ignore[no-untyped-def]
+    with Memory(settings=backend.settings(tmp_path / "s", pool_capacity=1), embedder=embedder) as memory:
+        shared = memory.save_memory("Dana takes the 8:15 train to work.", user_id="u", created_at=T0, wait=True)
+        private = memory.save_memory("Dana takes the 8:15 train to work.", user_id="u", agent_id="sales",
+                                     created_at=T0 + timedelta(days=1), wait=True)
+        assert private.memory_id != shared.memory_id
+        memory.maintain(now=T0 + timedelta(days=2))
+        assert memory.get_memory(shared.memory_id, user_id="u").status is Status.ACTIVE
+        assert [h.record.agent_id for h in memory.search_memory("Which train does Dana take?", user_id="u",
+                                                                filters={"agent_id": "support"})] == [None]

@@ -25,6 +25,7 @@ from ..filters import SearchFilters
 from ..read.usage import RetrievalLog
 from ..records import MemoryRecord, MemoryType, Tier, utcnow
 from ..write.batch import close_sessions
+from ..write.scope import may_merge
 from .abstraction import abstract
 from .forgetting import purge, soft_delete
 from .tiers import move, plan
@@ -158,8 +159,12 @@ def consolidate(parts: Components, pool: list[MemoryRecord], *, now: datetime) -
                 continue
             taken[i] = True
             near = np.flatnonzero((row >= parts.settings.dedupe_threshold) & ~taken)
-            dup = np.asarray([j for j in near if is_duplicate(records[i].content, records[j].content,
-                                                               float(row[j]), parts.settings.dedupe_threshold)],
+            # a merge stays in one scope and one trust (portamem.write.scope): a shared memory is never
+            # retired into an agent's private copy, nor a web sighting folded into what the user said
+            dup = np.asarray([j for j in near if may_merge(records[i], records[j])
+                              and records[i].trust is records[j].trust
+                              and is_duplicate(records[i].content, records[j].content,
+                                               float(row[j]), parts.settings.dedupe_threshold)],
                              dtype=int)
             if dup.size:
                 taken[dup] = True
