@@ -1,9 +1,10 @@
-"""Built-in PII redactor: Chinese resident ids (GB 11643 checksum), bank cards (Luhn), phones, e-mails.
+"""Built-in PII redactor: Chinese resident ids (GB 11643 checksum), bank cards (Luhn), IBANs (ISO 13616
+mod 97), passport numbers given as such, phones, e-mails.
 
 Numbers are only redacted when they validate (a resident id needs a real birth date and its check
 digit, a card number its Luhn digit and a card's grouping), so order numbers and amounts stay
-readable. Each span becomes a typed placeholder: ``[CN_ID]``, ``[BANK_CARD]``, ``[PHONE]``,
-``[EMAIL]``.
+readable. Each span becomes a typed placeholder: ``[CN_ID]``, ``[BANK_CARD]``, ``[IBAN]``, ``[PASSPORT]``,
+``[PHONE]``, ``[EMAIL]``.
 
 What is read as written by people rather than forms:
 
@@ -12,7 +13,13 @@ What is read as written by people rather than forms:
 - a card number split over two lines; phones grouped 3-4-4, 4-3-4 or 7-4 (``138 1234 5678``,
   ``1381 234 5678``); landlines with their area code (``010-12345678``, ``(010) 1234 5678``,
   ``0755 8888 6666``); first-generation 15-digit resident ids (region, a real 19YYMMDD birth
-  date, sequence: they carry no check digit);
+  date, sequence: they carry no check digit), run together or grouped;
+- IBANs of any country, run together or grouped as printed (``GB82WEST12345698765432``,
+  ``DE89 3704 0044 0532 0130 00``), whole: the country's registered length and the mod-97 check digits
+  must hold, so a product code or a sentence of capitals is not one;
+- passport numbers where the text says they are one (``passport no. X1234567``, ``护照号码 E12345678``,
+  ``Reisepass Nr. C01X00T47``): a passport number has no checksum to tell it from any code, so the
+  word before it is what tells (the number is redacted, the word stays);
 - e-mail addresses with an accented or internationalised domain or local part (``josé@exämple.com``,
   ``user@例子.中国``, ``张三@example.com``) and spelt-out ones (``dave at example dot com``,
   ``dave [at] example [dot] com``, ``dave(at)example.com``, ``dave艾特example点com``).
@@ -28,12 +35,14 @@ from datetime import date
 from portamem import hookimpl
 from portamem.pipeline import Redaction, WriteContext
 
-__all__ = ["find_pii", "cn_id_valid", "cn_id15_valid", "luhn_valid", "card_grouping_valid", "PLACEHOLDERS",
-           "portamem_redact"]
+__all__ = ["find_pii", "cn_id_valid", "cn_id15_valid", "luhn_valid", "card_grouping_valid", "iban_valid",
+           "PLACEHOLDERS", "portamem_redact"]
 
 PLACEHOLDERS: dict[str, str] = {
     "cn_id": "[CN_ID]",
     "bank_card": "[BANK_CARD]",
+    "iban": "[IBAN]",
+    "passport": "[PASSPORT]",
     "phone": "[PHONE]",
     "email": "[EMAIL]",
 }
@@ -60,7 +69,8 @@ _CARD_SEP = r"(?:[ .-]{0,2}|[ \t]*\r?\n[ \t]*)"
 _B = r"(?<![0-9A-Za-z])"
 _E = r"(?![0-9A-Za-z])"
 _CN_ID = re.compile(rf"{_B}(\d{{6}})[ -]?(\d{{8}})[ -]?(\d{{3}}[\dXx]){_E}", re.ASCII)
-_CN_ID15 = re.compile(rf"{_B}\d{{6}}[ -]?\d{{6}}[ -]?\d{{3}}{_E}", re.ASCII)
+#: 15 digits, run together, 6-6-3 or in other groups of at least three ("3101 0480 0523 421")
+_CN_ID15 = re.compile(rf"(?<![+-]){_B}\d{{3,}}(?:[ .-]\d{{3,}}){{0,4}}{_E}(?![.-]\d)", re.ASCII)
 _CARD = re.compile(rf"(?<![+-]){_B}\d(?:{_CARD_SEP}\d){{12,18}}{_E}(?!-\d)", re.ASCII)
 #: a Chinese mobile, 3-4-4 (138 1234 5678, 1381234 5678) or 4-3-4 (1381 234 5678), +86 optional
 _CN_MOBILE = re.compile(
@@ -77,6 +87,73 @@ _INTL_PHONE = re.compile(
 )
 #: North American (555) 123-4567 and 555-123-4567: separators required, so bare numbers stay
 _NANP_PHONE = re.compile(rf"(?<![+(]){_B}(?:\(\d{{3}}\)\s?|\d{{3}}[.-])\d{{3}}[.-]\d{{4}}{_E}", re.ASCII)
+
+# ---------------------------------------------------------------------- IBAN
+#: an IBAN's length by country (ISO 13616 registry, and the countries using IBAN-form numbers outside it)
+_IBAN_LENGTHS: dict[str, int] = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BI": 27, "BR": 29,
+    "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DJ": 27, "DK": 18, "DO": 28, "EE": 20, "EG": 29,
+    "ES": 24, "FI": 18, "FK": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28,
+    "HN": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20,
+    "LB": 28, "LC": 32, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22, "MK": 19,
+    "MN": 20, "MR": 27, "MT": 31, "MU": 30, "NI": 28, "NL": 18, "NO": 15, "OM": 23, "PK": 24, "PL": 28, "PS": 29,
+    "PT": 25, "QA": 29, "RO": 24, "RS": 22, "RU": 33, "SA": 24, "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24,
+    "SM": 27, "SO": 23, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+    "YE": 30,
+    # IBAN-form numbers of countries outside the registry (SEPA-style national use)
+    "AO": 25, "BF": 28, "BJ": 28, "CF": 27, "CG": 27, "CI": 28, "CM": 27, "CV": 25, "DZ": 26, "GA": 27, "GQ": 27,
+    "GW": 25, "IR": 26, "KM": 27, "MA": 28, "MG": 27, "ML": 28, "MZ": 25, "NE": 28, "SN": 28, "TD": 27, "TG": 28,
+}
+#: a country code and two check digits, then up to 32 letters and digits, single spaces or hyphens between
+#: any of them (printed in fours, or grouped as a bank writes it: "FR14 2004 1010 0505 0001 3M02 606")
+_IBAN = re.compile(rf"{_B}[A-Z]{{2}}\d{{2}}(?:[ -]?[0-9A-Za-z]){{11,32}}", re.ASCII)
+_ALNUM = re.compile(r"[0-9A-Za-z]")
+
+
+def iban_valid(text: str) -> bool:
+    """An IBAN with separators or without: its country's registered length (15 to 34 where the country is
+    not listed) and the ISO 13616 check: the number, its first four characters moved to the end and
+    letters read as 10-35, is 1 modulo 97."""
+    chars = "".join(ch for ch in _fold(text) if ch.isascii() and ch.isalnum()).upper()
+    if len(chars) != _IBAN_LENGTHS.get(chars[:2], len(chars)) or not 15 <= len(chars) <= 34:
+        return False
+    if not (chars[:2].isalpha() and chars[2:4].isdigit()):
+        return False
+    return int("".join(str(int(ch, 36)) for ch in chars[4:] + chars[:4])) % 97 == 1
+
+
+def _ibans(folded: str) -> Iterator[Span]:
+    """Each run that starts like an IBAN, cut at its country's length (the words after a grouped IBAN run
+    on in the pattern), or at the longest length that validates for a country not listed."""
+    for m in _IBAN.finditer(folded):
+        ends = [c.end() for c in _ALNUM.finditer(folded, m.start(), m.end())]
+        length = _IBAN_LENGTHS.get(m.group(0)[:2])
+        for n in ([length] if length else range(min(34, len(ends)), 14, -1)):
+            if n > len(ends):
+                continue
+            end = m.start() + (ends[n - 1] - m.start())
+            if _ALNUM.match(folded, end) is None and iban_valid(folded[m.start():end]):
+                yield m.start(), end
+                break
+
+
+# ---------------------------------------------------------------------- passport
+#: the words that say a passport number follows: English, Chinese, German (and French)
+_PASSPORT_WORD = (r"(?:(?<![A-Za-z])(?:passport|passeport)(?:\s*(?:number|num|no|nr|n°|numéro|#|id))?\.?"
+                  r"|护照(?:号码|號碼|号|號|编号|編號)?|(?<![A-Za-z])(?:reisepass|pass)(?:nummer|-nummer|-?nr\.?"
+                  r"|\s+nr\.?|\s+nummer)|(?<![A-Za-z])reisepass)")
+#: what may stand between the word and the number: "is", "was", "ist", "lautet", a colon, "是", "为"
+_PASSPORT_LINK = r"(?:\s*(?:[:：#=]|是|为|為|(?:is|was|ist|lautet|est)(?![A-Za-z])))*\s*"
+_PASSPORT = re.compile(
+    rf"{_PASSPORT_WORD}{_PASSPORT_LINK}(?P<number>(?<![0-9A-Za-z])[0-9A-Za-z]{{6,10}})(?![0-9A-Za-z])", re.I)
+
+
+def _passports(folded: str) -> Iterator[Span]:
+    """A 6-10 character number with at least four digits, right after words that name it a passport's."""
+    for m in _PASSPORT.finditer(folded):
+        if sum(ch.isdigit() for ch in m.group("number")) >= 4:
+            yield m.start("number"), m.end("number")
+
 
 # ---------------------------------------------------------------------- e-mail
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -237,9 +314,12 @@ def _obfuscated_emails(folded: str) -> Iterator[Span]:
 
 
 #: (kind, finder on the folded text); earlier kinds win where spans overlap, so an e-mail keeps the
-#: digits of its local part ("13812345678@163.com") and a validated id or card beats a phone
+#: digits of its local part ("13812345678@163.com"), an IBAN its bank code and account (a grouped German
+#: one is not read as a phone) and a validated id or card beats a phone
 _FINDERS: tuple[tuple[str, Callable[[str], Iterator[Span]]], ...] = (
     ("email", _emails),
+    ("iban", _ibans),
+    ("passport", _passports),
     ("cn_id", _matches(_CN_ID, cn_id_valid)),
     ("cn_id", _matches(_CN_ID15, cn_id15_valid)),
     ("bank_card", _matches(_CARD, _card_valid)),
