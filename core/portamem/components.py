@@ -27,7 +27,7 @@ from .storage.sql import RecordStore
 from .storage.vectors import MilvusVectorIndex
 from .vault import Vault
 
-__all__ = ["Components", "IndexQueue", "VectorCache"]
+__all__ = ["Components", "IndexQueue", "VectorCache", "FormationQueue"]
 
 
 class IndexQueue(Protocol):
@@ -39,6 +39,12 @@ class IndexQueue(Protocol):
     def forget(self, memory_ids: Iterable[str]) -> None: ...
 
     def wait_ids(self, memory_ids: Sequence[str], timeout: float | None) -> None: ...
+
+
+class FormationQueue(Protocol):
+    """The formation worker (``portamem.background.formation.Former``): told when turns were queued."""
+
+    def notify(self) -> None: ...
 
 
 class VectorCache(Protocol):
@@ -73,6 +79,8 @@ class Components:
     passages: PassageBatcher
     vectors: VectorCache | None = None
     queue: IndexQueue | None = None
+    #: the formation worker, woken after a commit that queued turns (None: they wait for its next poll)
+    formation: FormationQueue | None = None
 
     @property
     def replica(self) -> VectorCache:

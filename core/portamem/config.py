@@ -187,6 +187,14 @@ class Settings:
     #: while it is read, before any of it is parsed or its key checked. The import route keeps its own
     #: limit (512 MiB, spooled to disk). 4 MiB holds a save with the largest metadata (max_metadata_bytes)
     server_max_body_bytes: int = 4 * 1024 * 1024
+    #: ``portamem serve``: the request bytes all requests together may hold at once (bodies being read,
+    #: and being handled until answered); a request that would pass it waits up to 5 s, then gets HTTP 429
+    #: ``OverloadedError`` with ``Retry-After``. Never below ``server_max_body_bytes``
+    server_max_inflight_bytes: int = 16 * 1024 * 1024
+    #: ``portamem serve``: serve callers without a key as the local user (every scope), decided once at
+    #: start (``--keyless``): on a loopback address only and without ``server_allowed_hosts`` (a proxy in
+    #: front would hand the world a loopback connection). Off, a server with no key refuses every request
+    server_keyless: bool = False
     #: ``portamem serve``: the Host names (``name`` or ``name:port``) a request may carry, beside the loopback
     #: names a server on a loopback address always takes; a server on a loopback address refuses any other
     #: Host with HTTP 421 (the DNS-rebinding defence); on another address the list applies only when given.
@@ -258,6 +266,10 @@ class Settings:
         if isinstance(self.server_max_body_bytes, bool) or not isinstance(self.server_max_body_bytes, int) \
                 or self.server_max_body_bytes < 1024:
             raise ConfigError(f"server_max_body_bytes must be an integer >= 1024, got {self.server_max_body_bytes!r}")
+        if isinstance(self.server_max_inflight_bytes, bool) or not isinstance(self.server_max_inflight_bytes, int) \
+                or self.server_max_inflight_bytes < 1024:
+            raise ConfigError("server_max_inflight_bytes must be an integer >= 1024, got "
+                              f"{self.server_max_inflight_bytes!r}")
         if self.server_allowed_hosts is not None and (
                 isinstance(self.server_allowed_hosts, str) or not isinstance(self.server_allowed_hosts, (list, tuple))
                 or not all(isinstance(h, str) and h.strip() for h in self.server_allowed_hosts)):

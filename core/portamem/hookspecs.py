@@ -11,7 +11,7 @@ Every hook receives keyword arguments only; a plugin may accept any subset of th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,8 @@ import pluggy
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .pipeline import Extraction, GuardVerdict, Habit, Preload, Redaction, TriggerVote, WriteContext
+    from .pipeline import Decision, Extraction, FormationTurn, GuardVerdict, Habit, Preload, Redaction, TriggerVote, \
+        WriteContext
     from .records import MemoryRecord, Turn
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "portamem_merge_statements",
     "portamem_preload",
     "portamem_summarize_habit",
+    "portamem_reconcile",
 ]
 
 hookspec = pluggy.HookspecMarker("portamem")
@@ -207,4 +209,32 @@ def portamem_summarize_habit(habit: Habit, context: WriteContext) -> str | None:
     :param habit: the habit words, the memories holding it, its support and since when.
     :param context: whose memories they are and the settings.
     :return: the abstract memory's text, or None to pass.
+    """
+
+
+@hookspec(firstresult=True)
+def portamem_reconcile(
+    statements: Sequence[MemoryRecord], candidates: Mapping[str, Sequence[MemoryRecord]], turn: FormationTurn,
+    context: WriteContext, model: Any,
+) -> Sequence[Decision] | None:
+    """Decide what a user turn's new statements do to the user's current memories: add, update
+    (supersede, history kept), outdate a part, delete (no longer holds) or no-op (a repeat).
+
+    Called by the formation worker (``portamem.background.formation``), in the background, once per
+    user turn that wrote statements, after the indexer's rule pass settled them (recall already
+    serves them). Stops at first non-None result: the built-in model reconciler comes first when a
+    model is configured (``model`` is not None), the built-in rule reconciler last. The worker checks
+    every decision before applying it: a target must be among the statement's candidates (same tenant,
+    user and scope), a less trusted statement never overrides a high-trust memory, and a delete needs
+    the user's own words. Decisions are applied through supersession (audited with their reason,
+    reversible); one about a pair the rules already settled the same way changes nothing.
+
+    :param statements: the memories the turn wrote (its rule pass), each a new statement.
+    :param candidates: for each statement's ``memory_id``, the user's nearest current memories in the
+        writer's scope (by vector, keyword and entity), and those the rules superseded by it.
+    :param turn: the user's message, the reply and the session's previous turns.
+    :param context: whose turn it is and the settings (``context.formation`` is True).
+    :param model: the configured chat model (``portamem.models.ChatModel``), or None without one.
+    :return: the decisions (``Decision``; statements without one are left as the rules settled them),
+        or None to let the next reconciler decide.
     """

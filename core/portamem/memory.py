@@ -19,6 +19,7 @@ from typing import IO, Any, Callable, TypeVar
 import numpy as np
 import pluggy
 
+from .background.formation import Former
 from .background.indexer import Indexer, IndexStats
 from .background.queued import queued_vectors
 from .background.upkeep import index_now, reconcile, reindex
@@ -35,6 +36,7 @@ from .lifecycle.maintenance import Maintainer, MaintenanceReport, maintain
 from .lifecycle.reinforcement import refresh
 from .lifecycle.tiers import ColdLoader
 from .lifecycle.tiers import move as move_tier
+from .models import model_from_settings
 from .plugins import get_plugin_manager, Hooks
 from .portable.keys import Namespace, get_keyed, list_keyed
 from .portable.transfer import export_jsonl, import_jsonl
@@ -126,6 +128,10 @@ class Memory:
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
         self.indexer = Indexer(self.parts, batch=settings.index_batch)
         self.parts.queue = self.indexer
+        #: forms each user turn's memories in the background (``portamem.background.formation``); its
+        #: ``model`` is the configured chat model, which only it asks
+        self.formation = Former(self.parts, self.indexer, model=model_from_settings(settings))
+        self.parts.formation = self.formation
         self._search = Search(self.parts, self.retriever, self.retrieval_log, self._queued,
                               trust.trust_factors(settings.trust_factors))
         #: cold memories a query names come back hot in the background (``portamem.lifecycle.tiers``)
@@ -137,6 +143,7 @@ class Memory:
         try:
             reconcile(self.parts, progress)
             self.indexer.start()
+            self.formation.start()
         except BaseException:
             self.close()
             raise
@@ -165,6 +172,7 @@ class Memory:
         self._closed = True
         try:
             self.cold_loader.stop()
+            self.formation.stop()  # what it has not formed stays queued for the next open
             self.indexer.stop()
             self.retrieval_log.flush()
         finally:
@@ -201,11 +209,16 @@ class Memory:
         for vector search); ``IndexingTimeoutError`` after ``timeout`` seconds (the writes stay stored)."""
         self._check_open()
         self.indexer.flush(timeout)
+        self.formation.flush(timeout)  # then formation, whose turns wait for their rule pass above
+        self.indexer.flush(timeout)  # and what formation wrote
         self.cold_loader.flush()
 
     def stats(self) -> IndexStats:
-        """How far the background indexer is behind: pending rows, the oldest one's age, indexed/s."""
-        return self.indexer.stats()
+        """How far the background indexer is behind: pending rows, the oldest one's age, indexed/s;
+        and formation (``formation``): turns pending, the oldest one's age, formed/s, fallbacks."""
+        model = getattr(self.formation.model, "stats", None)  # portamem.models.ModelStats of the configured model
+        return replace(self.indexer.stats(), formation=self.formation.stats(),
+                       model=model.snapshot() if model is not None else None)
 
     # ------------------------------------------------------------------ write
     def save_memory(

@@ -11,7 +11,7 @@ from .records import MemoryType, Source
 from .statements import Statement
 
 __all__ = ["WriteContext", "TriggerVote", "GuardVerdict", "Redaction", "Extraction", "GuardAction", "ACTS", "Need",
-           "Preload"]
+           "Preload", "FormationTurn", "Decision", "RECONCILE_ACTIONS"]
 
 GuardAction = Literal["allow", "pending", "quarantine"]
 #: dialogue acts of ``Extraction.utterances``: only statements become memories (explicit asks to remember count
@@ -37,6 +37,9 @@ class WriteContext:
     #: for turns being summarised: the texts of the memories captured from them (``captured``), which
     #: the episode points at instead of repeating
     captured_texts: tuple[str, ...] = ()
+    #: the formation worker calls (``portamem.background.formation``), off the acknowledged write path:
+    #: a plugin that asks a model (``LLMExtractor``) answers only here, once per user turn
+    formation: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,3 +129,36 @@ class Habit:
     of: int
     since: datetime
     chinese: bool = False
+
+
+#: what a reconciler may decide about a new statement and one of the user's current memories
+#: (``portamem_reconcile``): ``add`` (it is new; with a target: the target still holds beside it),
+#: ``update`` (it replaces the target, which is superseded, its history kept), ``outdate`` (it replaces
+#: a part of the target, which stays active, marked), ``delete`` (the target no longer holds: superseded
+#: by the statement saying so), ``noop`` (the statement says the target again: one more sighting)
+RECONCILE_ACTIONS = ("add", "update", "outdate", "delete", "noop")
+
+
+@dataclass(frozen=True)
+class FormationTurn:
+    """A user turn as the formation worker forms it: the message, the reply, and the turns before it
+    in its session (oldest first, as ``(user, assistant)`` pairs)."""
+
+    user: str
+    assistant: str
+    created_at: datetime
+    session_id: str
+    context: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A reconciler's decision about one new statement (``statement_id``, a memory the turn wrote) and
+    one current memory (``target_id``, None for a plain ``add``), with the reason it gives (audited)."""
+
+    statement_id: str
+    action: str
+    target_id: str | None = None
+    reason: str = ""
+    #: for ``outdate``: the words of the target that the statement replaces
+    part: str | None = None

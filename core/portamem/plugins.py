@@ -14,7 +14,8 @@ import pluggy
 from . import hookspecs
 from .errors import PluginError
 from .config import Settings
-from .pipeline import Extraction, GuardVerdict, Habit, Need, Preload, Redaction, TriggerVote, WriteContext
+from .pipeline import RECONCILE_ACTIONS, Decision, Extraction, FormationTurn, GuardVerdict, Habit, Need, Preload, \
+    Redaction, TriggerVote, WriteContext
 from .records import MemoryRecord, Turn
 
 __all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "Hooks", "RegisteredScorer", "BLOCK_ENV"]
@@ -30,6 +31,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("guard", "portamem_plugins.guard"),
     ("pii_redaction", "portamem_plugins.redact"),
     ("preload_rules", "portamem_plugins.preload"),
+    ("model_reconciler", "portamem_plugins.reconcile_model"),
+    ("rule_reconciler", "portamem_plugins.reconcile_rules"),
 )
 
 #: comma-separated plugin names that must not be loaded
@@ -138,6 +141,12 @@ class Hooks:
         )
         return None if found is None else found[1]
 
+    def extract_by(self, text: str, context: WriteContext) -> tuple[str, Extraction] | None:
+        """``extract``, with the name of the plugin that answered."""
+        return self._first(
+            "portamem_extract", lambda r: isinstance(r, Extraction), "an Extraction", text=text, context=context
+        )
+
     def score_importance(self, record: MemoryRecord, context: WriteContext) -> int | None:
         found = self._first(
             "portamem_score_importance",
@@ -173,6 +182,17 @@ class Hooks:
             habit=habit, context=context,
         )
         return None if found is None else found[1]
+
+    def reconcile(self, statements: Sequence[MemoryRecord], candidates: Mapping[str, Sequence[MemoryRecord]],
+                  turn: FormationTurn, context: WriteContext, model: Any) -> tuple[str, list[Decision]] | None:
+        """The first reconciler's decisions and its name (audited with them), or None when all passed."""
+        def valid(r: Any) -> bool:
+            return isinstance(r, (list, tuple)) and all(
+                isinstance(d, Decision) and d.action in RECONCILE_ACTIONS for d in r)
+
+        found = self._first("portamem_reconcile", valid, f"a list of Decision with an action of {RECONCILE_ACTIONS}",
+                            statements=statements, candidates=candidates, turn=turn, context=context, model=model)
+        return None if found is None else (found[0], list(found[1]))
 
     # ---------------------------------------------------------------- read path and lifecycle
     def preload(self, message: str, settings: Settings) -> Preload | None:

@@ -4,7 +4,11 @@ breaks it, and left to the rules when every attempt failed.
 
 Register it with ``memory.plugins.register(LLMExtractor(llm), name="llm_extract")`` where ``llm`` is any
 ``llm(prompt) -> str`` (a LangChain chat model's ``lambda p: model.invoke(p).content``, an OpenAI
-client call). It runs before the rule extractor (``tryfirst``); its answer must be one JSON object::
+client call). It answers only in the formation worker (``WriteContext.formation``), once per user turn
+and off the acknowledged path: the write path and the memories the turn wrote are read by the rules, and
+the worker writes the statements whose clause those memories do not hold
+(``portamem.background.formation``). It runs before the rule extractor (``tryfirst``); its answer must
+be one JSON object::
 
     {"statements": [{"attribute": "lives_in", "value": "Paris", "polarity": true,
                      "previous": "Lyon", "when": "last month", "qualifier": null,
@@ -144,6 +148,8 @@ class LLMExtractor:
 
     @hookimpl(tryfirst=True)
     def portamem_extract(self, text: str, context: WriteContext) -> Extraction | None:
+        if not context.formation:  # never on the acknowledged write path, nor on the memories a turn wrote
+            return None
         data = ask_json(self.model, [{"role": "user", "content": self.PROMPT.format(text=text[: self.max_chars * 4])}],
                         schema=self.SCHEMA, validate=self.validate, budget_s=self.budget_s, retries=self.retries,
                         stats=self.stats, max_tokens=512, what="statements")

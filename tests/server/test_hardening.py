@@ -52,8 +52,9 @@ def _raw(url: str, method: str, path: str, *, headers: dict[str, str], body: byt
 
 @pytest.fixture(scope="module")
 def keyless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server with no key at all: it serves loopback callers, so only the Host check stands in front."""
-    proc = ServerProcess(tmp_path_factory.mktemp("keyless") / "store", args=("--allowed-host", "memory.internal"))
+    """A server started ``--keyless``: it serves loopback callers without a key, so only the Host check
+    stands in front."""
+    proc = ServerProcess(tmp_path_factory.mktemp("keyless") / "store", args=("--keyless",))
     yield proc
     proc.stop()
 
@@ -213,12 +214,12 @@ def test_a_rebinding_page_cannot_save_search_or_export(keyless: ServerProcess) -
     assert _raw(keyless.url, "POST", "/ui/login", headers={"Host": "rebind.attacker.example"}, body=b"key=")[0] == 421
 
 
-def test_loopback_names_and_allowed_hosts_are_served(keyless: ServerProcess) -> None:
+def test_loopback_names_are_served(keyless: ServerProcess) -> None:
     _, port = _hostport(keyless.url)
-    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}", "memory.internal",
-                 f"MEMORY.internal:{port}"):
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}"):
         status, body = _raw(keyless.url, "GET", "/v1/whoami", headers={"Host": host})
         assert status == 200 and body["key_id"] == "local", host
+    assert _raw(keyless.url, "GET", "/v1/whoami", headers={"Host": "memory.internal"})[0] == 421
 
 
 def test_mcp_over_http_also_refuses_a_foreign_host() -> None:
@@ -424,7 +425,7 @@ def test_search_debug_needs_the_debug_scope(server: ServerProcess, tenant_key: s
 
 def test_the_candidate_table_through_the_server_is_the_one_in_process(tmp_path: Path) -> None:
     path = tmp_path / "store"
-    proc = ServerProcess(path)
+    proc = ServerProcess(path, args=("--keyless",))
     try:
         with RemoteMemory(proc.url) as mem:  # keyless loopback: every scope
             for text in ("Dana is allergic to hazelnuts.", "Dana takes oat milk in her coffee.",

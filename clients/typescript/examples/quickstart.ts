@@ -1,4 +1,5 @@
-// Save, search and read back through a running `portamem serve`:
+// Save, search and read back through a running `portamem serve` (with a key from `portamem keys create`,
+// or no key against a local `portamem serve --keyless`):
 //   PORTAMEM_URL=http://127.0.0.1:8765 PORTAMEM_API_KEY=pm_... node examples/quickstart.js
 import { NotFoundError, PortamemClient } from "@portamem/client";
 

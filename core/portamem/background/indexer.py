@@ -62,6 +62,8 @@ class IndexStats:
     indexed_total: int
     #: the last batch's failure, until a batch succeeds (the rows stay queued and are retried)
     last_error: str | None
+    #: the formation worker's backlog (``portamem.background.formation.FormationStats``), set by ``Memory.stats``
+    formation: Any = None
     #: the chat model's counters (``portamem.models.ModelStats.snapshot()``: calls by outcome, tokens,
     #: latency, refused answers, fallbacks) when one is configured, set by ``Memory.stats``
     model: Any = None

@@ -10,8 +10,9 @@ memory answers a user outside the key's scope exactly as it answers a missing me
 the API tells no one which memories exist. Writes go through the write queue (``queue.py``);
 reads run in worker threads. Errors leave as ``{"error": {"type", "message"}}`` (``portamem.portable.wire``).
 
-In front of the routes (``limits.Guard``): the Host allow-list (421) and the body limit (413), both
-before any parsing or key check; around everything, the request metrics (``metrics.Measured``).
+In front of the routes (``limits.Guard``): the Host allow-list (421), the body limit (413), the key
+(401, from the headers before any byte of a body is read) and the bytes all requests hold at once
+(429); around everything, the request metrics (``metrics.Measured``).
 Keys are checked from memory (``auth.KeyCache``): a request with a known key makes no query.
 """
 
@@ -21,7 +22,6 @@ import dataclasses
 import io
 import logging
 import queue as queue_mod
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -38,7 +38,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..storage.actor import acting_as
 from ..errors import (
     NotFoundError,
-    PayloadTooLargeError,
     PermissionDeniedError,
     PortamemError,
     ValidationError,
@@ -51,7 +50,7 @@ from ..write.requests import MemoryDraft, TurnRequest
 from . import schemas as s
 from .auth import Principal
 from .inspector import mount_inspector
-from .limits import MAX_IMPORT_BYTES, Guard
+from .limits import MAX_IMPORT_BYTES, Guard, spool_import
 from .metrics import CONTENT_TYPE_LATEST, Measured, Metrics
 from .state import ServerState
 
@@ -167,7 +166,8 @@ def create_app(state: ServerState) -> FastAPI:
                          "model": _ErrorBody}},
     )
     _install_error_handlers(app)
-    app.add_middleware(Guard, hosts=state.hosts, max_body_bytes=state.max_body_bytes)  # type: ignore[arg-type]
+    app.add_middleware(Guard, hosts=state.hosts, max_body_bytes=state.max_body_bytes,  # type: ignore[arg-type]
+                       authenticate=state.check, budget=state.budget)
     app.add_middleware(Measured, metrics=metrics)  # type: ignore[arg-type]
 
     async def principal(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -594,18 +594,8 @@ def create_app(state: ServerState) -> FastAPI:
         ``trusted`` keeps the file's source, trust and status (a restore of the tenant's own backup)."""
         who.check_write()
         tenant_wide(who, "an import")
-        spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+b")
-        size = 0
-        try:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > MAX_IMPORT_BYTES:
-                    raise PayloadTooLargeError(f"an import body is limited to {MAX_IMPORT_BYTES} bytes")
-                spool.write(chunk)
-        except BaseException:
-            spool.close()
-            raise
-        spool.seek(0)
+        # line by line as it arrives: the header judged first, no line held whole (limits.spool_import)
+        spool = await spool_import(request.stream(), max_bytes=MAX_IMPORT_BYTES, max_line=state.max_body_bytes)
 
         def run() -> int:
             with spool, io.TextIOWrapper(spool, encoding="utf-8", errors="strict") as text:

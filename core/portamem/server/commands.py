@@ -17,7 +17,7 @@ from ..client import SERVER_FILE
 from ..config import Settings
 from ..errors import ConfigError, PortamemError
 
-__all__ = ["SERVER_COMMANDS", "is_loopback", "serve"]
+__all__ = ["SERVER_COMMANDS", "check_keyless", "is_loopback", "serve"]
 
 
 #: how often ``portamem serve`` runs maintenance when ``Settings.maintain_interval_s`` is not set
@@ -49,6 +49,13 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
                         "address, any on another; Settings.server_allowed_hosts)")
     p.add_argument("--max-body-bytes", type=int, help="largest request body taken, in bytes "
                                                       "(default 4 MiB; Settings.server_max_body_bytes)")
+    p.add_argument("--max-inflight-bytes", type=int,
+                   help="request bytes all requests may hold at once (default 16 MiB; "
+                        "Settings.server_max_inflight_bytes)")
+    p.add_argument("--keyless", action="store_true", default=None,
+                   help="serve callers without an API key as the local user, with every scope: loopback "
+                        "addresses only, refused with --allowed-host (Settings.server_keyless). Without it "
+                        "every request needs a key, also while the store has none")
     p.add_argument("--llm-url", help="base URL of an OpenAI-compatible chat model, ending in /v1, that forms "
                                      "memories in the background (Settings.llm_url; its key only from "
                                      "PORTAMEM_LLM_API_KEY)")
@@ -56,13 +63,31 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default="warning")
 
 
+def check_keyless(settings: Settings, host: str) -> None:
+    """ConfigError unless a keyless server (``settings.server_keyless``) may run on ``host``: a loopback
+    address, and no ``server_allowed_hosts`` (a reverse proxy forwarding those names would hand every
+    remote caller a loopback connection, and so the local user's every scope)."""
+    if not settings.server_keyless:
+        return
+    if not is_loopback(host):
+        raise ConfigError(f"--keyless (server_keyless) serves callers without a key: refused on {host}, which is "
+                          "not a loopback address; create keys with `portamem keys create --for-tenant ...` instead")
+    if settings.server_allowed_hosts:
+        raise ConfigError(f"--keyless (server_keyless) is refused with --allowed-host "
+                          f"{', '.join(settings.server_allowed_hosts)}: a proxy forwarding those names would serve "
+                          "everyone it takes as the local user; create keys with `portamem keys create --for-tenant ...`")
+
+
 def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_queue: int = 2048,
           max_batch: int = 256, log_level: str = "warning") -> int:
     """Serve the store of ``settings`` until interrupted; the URL is printed and written to ``server.json``.
 
+    Every request needs an API key, also while the store has none (then every request is refused until
+    one is created) and after its last key is revoked, unless ``settings.server_keyless`` was chosen at
+    start (``--keyless``: loopback only, never with ``server_allowed_hosts``; ``check_keyless``).
     A server on a loopback address answers only to loopback Host names and ``settings.server_allowed_hosts``
     (421 otherwise: a web page rebinding its name to 127.0.0.1 reaches nothing); on another address it
-    needs API keys, and checks the Host only against a list given."""
+    checks the Host only against a list given."""
     import uvicorn
 
     from ..memory import Memory
@@ -70,12 +95,14 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
     from .auth import KeyStore
     from .limits import HostPolicy
 
+    check_keyless(settings, host)
     keys = KeyStore(settings.resolved_db_url)
     loopback = is_loopback(host)
-    if not keys.active_count() and not loopback:
+    active = keys.active_count()
+    if not active and not loopback:
         keys.close()
         raise ConfigError(f"no API key is configured: refusing to serve on {host}, which is not a loopback "
-                          "address; create one with `portamem keys create --tenant ...`")
+                          "address; create one with `portamem keys create --for-tenant ...`")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
@@ -84,8 +111,8 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
     if settings.maintain_interval_s is None:  # a long-running service evicts, consolidates and audits itself
         settings = settings.replace(maintain_interval_s=SERVE_MAINTAIN_INTERVAL_S)
     memory = Memory(settings=settings)
-    state = ServerState(memory, keys, open_access=loopback, max_pending=max_queue, max_batch=max_batch,
-                        hosts=HostPolicy.of(settings.server_allowed_hosts, loopback=loopback))
+    state = ServerState(memory, keys, open_access=settings.server_keyless, max_pending=max_queue,
+                        max_batch=max_batch, hosts=HostPolicy.of(settings.server_allowed_hosts, loopback=loopback))
     app = create_app(state)
     state.metrics.time_embedder()
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
@@ -99,8 +126,13 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps({"url": url, "pid": os.getpid(), "started_at": time.time()}), encoding="utf-8")
-        print(f"portamem serving {settings.path} on {url}"
-              + ("" if keys.active_count() else " (no API keys: open to loopback callers)"), flush=True)
+        if settings.server_keyless:
+            mode = " (keyless: callers without a key act as the local user" + (
+                f"; {active} API keys are checked when sent)" if active else ")")
+        else:
+            mode = "" if active else (" (no API key yet: every request is refused until `portamem keys create "
+                                      "--for-tenant ...`; or restart with --keyless)")
+        print(f"portamem serving {settings.path} on {url}{mode}", flush=True)
         try:
             server.run(sockets=[sock])
         except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it drained the queue for
@@ -124,6 +156,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings = settings.replace(server_allowed_hosts=[*(settings.server_allowed_hosts or []), *args.allowed_hosts])
     if args.max_body_bytes is not None:
         settings = settings.replace(server_max_body_bytes=args.max_body_bytes)
+    if args.max_inflight_bytes is not None:
+        settings = settings.replace(server_max_inflight_bytes=args.max_inflight_bytes)
+    if args.keyless:
+        settings = settings.replace(server_keyless=True)
     if args.llm_url is not None or args.llm_model is not None:  # the key stays in the environment, off the command line
         settings = settings.replace(**{k: v for k, v in (("llm_url", args.llm_url), ("llm_model", args.llm_model))
                                        if v is not None})

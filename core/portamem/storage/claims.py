@@ -19,12 +19,15 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["OutboxClaims"]
+__all__ = ["OutboxClaims", "FORMATION_SPACE"]
 
 log = logging.getLogger(__name__)
 
 #: the first key of every claim: "pmix" (portamem indexer)
 _SPACE = 0x706D6978
+
+#: the first key of the formation queue's claims: "pmfq" (portamem formation queue)
+FORMATION_SPACE = 0x706D6671
 
 _CLAIM = sa.text("SELECT pk FROM unnest(CAST(:pks AS integer[])) AS pk WHERE pg_try_advisory_lock(:space, pk)")
 _RELEASE = sa.text("SELECT pg_advisory_unlock(:space, pk) FROM unnest(CAST(:pks AS integer[])) AS pk")
@@ -33,8 +36,10 @@ _RELEASE = sa.text("SELECT pg_advisory_unlock(:space, pk) FROM unnest(CAST(:pks 
 class OutboxClaims:
     """Claims on outbox rows (by ``memories.pk``) for one indexer; see the module docstring."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, space: int = _SPACE) -> None:
+        """``space``: the first key of the claims, one per queue (``FORMATION_SPACE`` for the formation queue)."""
         self.engine = engine
+        self._space = space
         #: whether claims are taken at all (on PostgreSQL); elsewhere every row is this process's
         self.shared = engine.dialect.name == "postgresql"
         self._conn: Connection | None = None
@@ -51,7 +56,7 @@ class OutboxClaims:
             return set(pks)
         with self._lock:
             try:
-                return {int(r[0]) for r in self._connection().execute(_CLAIM, {"pks": list(pks), "space": _SPACE})}
+                return {int(r[0]) for r in self._connection().execute(_CLAIM, {"pks": list(pks), "space": self._space})}
             except sa.exc.DBAPIError:
                 self._drop()  # the session is gone, and its claims with it
                 raise
@@ -62,7 +67,7 @@ class OutboxClaims:
             return
         with self._lock:
             try:
-                self._connection().execute(_RELEASE, {"pks": list(pks), "space": _SPACE})
+                self._connection().execute(_RELEASE, {"pks": list(pks), "space": self._space})
             except sa.exc.DBAPIError:
                 log.warning("releasing %d outbox claims failed; they end with the session", len(pks))
                 self._drop()

@@ -20,7 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import StoreError
-from .schema import audit_t, cold_entities_t, cold_t, entities_t, memories, meta_t, retrievals_t, turns_t
+from .schema import audit_t, cold_entities_t, cold_t, entities_t, formation_t, memories, meta_t, retrievals_t, \
+    turns_t
 from .sql import RecordStore
 from .dialect import reset_sequences, safe_url, upsert
 from .keywords import df_t, postings_t, users_t
@@ -28,11 +29,11 @@ from .keywords import df_t, postings_t, users_t
 __all__ = ["migrate", "MigrationReport"]
 
 #: tables with their own integer key, copied after the memories in key order
-_KEYED = (turns_t, audit_t, retrievals_t, cold_t, cold_entities_t)
+_KEYED = (turns_t, audit_t, retrievals_t, cold_t, cold_entities_t, formation_t)
 #: meta rows that describe the store itself, not its contents
 _OWN_META = ("schema_version", "migration_source")
 _CHECKED = (memories, entities_t, postings_t, df_t, users_t, turns_t, audit_t, retrievals_t, cold_t, cold_entities_t,
-            meta_t)
+            formation_t, meta_t)
 
 
 @dataclass

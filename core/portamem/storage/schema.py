@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from ..records import MemoryRecord, MemoryType, Source, Status, Tier, Trust
 
 __all__ = ["SCHEMA_VERSION", "REVIEW", "keyword_text", "record_row", "row_record", "memories", "entities_t", "turns_t",
-           "audit_t", "retrievals_t", "meta_t", "cold_t", "cold_entities_t"]
+           "audit_t", "retrievals_t", "meta_t", "cold_t", "cold_entities_t", "formation_t", "FORMING", "FORMED"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: ``memories.indexed`` of a new row the background indexer has not embedded and reviewed yet
 REVIEW = -1
 
@@ -163,6 +163,32 @@ cold_entities_t = sa.Table(
     sa.Column("memory_id", sa.String(64), nullable=False),
     sa.Index("ix_cold_entities_lookup", "tenant_id", "user_id", "entity"),
     sa.Index("ix_cold_entities_memory", "memory_id"),
+)
+
+#: ``formation_queue.state`` of a turn waiting for the formation worker, and of one it formed
+FORMING, FORMED = 0, 1
+
+#: the formation queue (``portamem.background.formation``, schema 8): each user turn with its session
+#: context, written in the transaction that writes the turn, drained by the formation worker; the
+#: worker marks a row FORMED in the transaction that applies its decisions, so a turn is formed once
+formation_t = sa.Table(
+    "formation_queue",
+    md,
+    sa.Column("pk", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tenant_id", sa.String(256), nullable=False),
+    sa.Column("user_id", sa.String(256), nullable=False),
+    sa.Column("session_id", sa.String(256), nullable=False),
+    #: when it was queued (the backlog's age), not when the turn was said (``turn["created_at"]``)
+    sa.Column("queued_at", sa.Float, nullable=False),
+    #: {"user", "assistant", "created_at", "context": [{"user", "assistant"}, ...]}: the turn and the turns before it
+    sa.Column("turn", sa.JSON, nullable=False),
+    #: the ids of the memories the write path captured from the turn (the rule pass)
+    sa.Column("memory_ids", sa.JSON, nullable=False),
+    sa.Column("state", sa.Integer, nullable=False, default=FORMING),
+    sa.Column("formed_at", sa.Float),
+    #: what formation decided (counts, by whom), for ``explain`` and the tests
+    sa.Column("result", sa.JSON),
+    sa.Index("ix_formation_state", "state", "pk"),
 )
 
 meta_t = sa.Table(

@@ -100,6 +100,7 @@ class RecordStore:
                 conn.exec_driver_sql("ALTER TABLE memories ADD COLUMN tiered_at FLOAT")
         if version < 7:  # a user's rows of one tier found by index (the schema's own definition)
             next(i for i in memories.indexes if i.name == "ix_memories_tier").create(conn, checkfirst=True)
+        # 8: the formation queue (``formation_queue``), a new table that create_all made above
         conn.execute(meta_t.update().where(meta_t.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
     def close(self) -> None:

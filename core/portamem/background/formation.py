@@ -1,0 +1,291 @@
+"""The formation worker: each user turn's memories are formed in the background, after the write path
+acknowledged the turn and the indexer's rule pass settled what it captured.
+
+``add_turn`` (and ``save_many``'s turns) queue the turn with its session context in the transaction
+that writes it (``portamem.storage.formation``); that is all a model costs the acknowledged path. This
+thread drains the queue in order, in bounded batches, one turn at a time:
+
+1. it waits until the indexer settled the turn's memories (the rule pass: recall already serves them);
+2. it asks the extract hook once for the turn (``WriteContext.formation``: a model extractor answers
+   only here, and never again on the memories the turn wrote), and writes any statement the rules
+   missed that they read as a statement;
+3. it shows each statement the user's nearest current memories in its scope and asks the
+   ``portamem_reconcile`` hook (the model reconciler when a model is configured, else the rules);
+4. it checks every decision (``portamem.write.forming.check``) and applies the accepted ones through
+   supersession, updates the vector index, and commits the changes, one audit row per decision and
+   the turn's FORMED mark in one transaction.
+
+A crash before that commit forms the turn again on the next open; after it, never. On PostgreSQL the
+workers of several processes claim rows as the indexers do (``storage.claims``). A failing round
+(the store unreachable, a plugin raising) leaves the turn queued and is retried after ``poll_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..components import Components
+from ..errors import IndexingTimeoutError
+from ..pipeline import WriteContext
+from ..records import MemoryRecord, MemoryType, Source, Status, in_vector_index
+from ..storage import formation as queue
+from ..storage.claims import FORMATION_SPACE, OutboxClaims
+from ..text import same_passage
+from ..write.forming import apply, candidates_for, check, formation_turn
+from ..write.requests import MemoryDraft
+from ..write.save import write
+
+__all__ = ["Former", "FormationStats"]
+
+log = logging.getLogger(__name__)
+
+#: seconds of history behind ``FormationStats.formed_per_s``
+_RATE_WINDOW = 60.0
+#: the reconciler whose decisions count as the model's (a fallback is any other deciding while a model is set)
+MODEL_RECONCILER = "model_reconciler"
+
+
+@dataclass(frozen=True)
+class FormationStats:
+    """How far formation is behind the acknowledged turns (``Memory.stats().formation``)."""
+
+    #: turns queued and not formed yet
+    pending: int
+    #: seconds since the oldest of them was queued; 0 when none
+    oldest_pending_s: float
+    #: turns formed per second over the last minute
+    formed_per_s: float
+    #: turns this worker formed since it opened
+    formed_total: int
+    #: reconciler calls made with a model configured, and those the rules decided instead (the model
+    #: failed, timed out or its answer broke the contract)
+    reconciled_by_model: int
+    fallbacks: int
+    #: decisions refused by the checks (``portamem.write.forming.check``)
+    refused: int
+    #: the last round's failure, until a round succeeds
+    last_error: str | None
+
+
+def _calls(stats: Any) -> int:
+    """Calls a model's counters (``portamem.models.ModelStats``) have seen; 0 without counters."""
+    return sum(stats.calls.values()) if stats is not None and isinstance(getattr(stats, "calls", None), dict) else 0
+
+
+class Former:
+    """One daemon thread per Memory that drains the formation queue (the module docstring)."""
+
+    def __init__(self, parts: Components, indexer: Any, *, batch: int = 16, poll_s: float = 0.5,
+                 model: Any = None) -> None:
+        self._parts = parts
+        self._indexer = indexer
+        self._batch = max(1, batch)
+        self._poll = poll_s
+        #: the chat model the reconciler and extractor may ask (``portamem.models.ChatModel``), or None
+        self.model = model
+        self._cond = threading.Condition()
+        self._wake = True
+        self._stop = False
+        self._done: deque[tuple[float, int]] = deque()
+        self._total = 0
+        self._by_model = 0
+        self._fallbacks = 0
+        self._refused = 0
+        self._error: str | None = None
+        self._claims = OutboxClaims(parts.store.engine, FORMATION_SPACE)
+        self._thread = threading.Thread(target=self._run, name="portamem-formation", daemon=True)
+
+    # ------------------------------------------------------------------ control
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the turn in hand; the rest stays queued for the next open."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join()
+        self._claims.close()
+
+    def notify(self) -> None:
+        """Turns were queued: look now rather than at the next poll."""
+        with self._cond:
+            self._wake = True
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None) -> None:
+        """Block until every turn queued before this call is formed; ``IndexingTimeoutError`` after
+        ``timeout`` seconds (the turns stay queued and their rule-pass memories serve recall)."""
+        target = queue.last_pk(self._parts.store.engine)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._stop or not self._thread.is_alive():
+                    return
+                left = queue.waiting_upto(self._parts.store.engine, target)
+                if not left:
+                    return
+                if deadline is not None and time.monotonic() >= deadline:
+                    why = f"; last error: {self._error}" if self._error else ""
+                    raise IndexingTimeoutError(
+                        f"memory formation is still {left} turns behind after {timeout} s{why} (the turns are "
+                        "stored and their rule-pass memories serve recall; the worker keeps going)")
+                self._wake = True
+                self._cond.notify_all()
+                wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+                self._cond.wait(wait)
+
+    def stats(self) -> FormationStats:
+        now = time.monotonic()
+        n, oldest = queue.backlog(self._parts.store.engine)
+        with self._cond:
+            while self._done and self._done[0][0] < now - _RATE_WINDOW:
+                self._done.popleft()
+            span = min(_RATE_WINDOW, now - self._done[0][0]) if self._done else 0.0
+            rate = sum(k for _, k in self._done) / span if span > 0 else 0.0
+            return FormationStats(pending=n, oldest_pending_s=max(0.0, time.time() - oldest) if n and oldest else 0.0,
+                                  formed_per_s=rate, formed_total=self._total, reconciled_by_model=self._by_model,
+                                  fallbacks=self._fallbacks, refused=self._refused, last_error=self._error)
+
+    # ------------------------------------------------------------------ the thread
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stop or self._wake, self._poll)
+                if self._stop:
+                    return
+                self._wake = False
+            try:
+                self._round()
+            except Exception as exc:  # the turns stay queued: retried on the next round
+                log.exception("memory formation failed; the turns stay queued and will be retried")
+                with self._cond:
+                    self._error = f"{type(exc).__name__}: {exc}"
+                    self._cond.notify_all()
+                    self._cond.wait_for(lambda: self._stop, self._poll)
+                    self._wake = True
+
+    def _round(self) -> None:
+        """Form what is queued, a batch at a time, until the queue is empty or a turn must wait."""
+        after = 0
+        while not self._stop:
+            rows = queue.pending(self._parts.store.engine, self._batch, after=after)
+            if not rows:
+                return
+            after = rows[-1].pk
+            mine = self._claims.claim([r.pk for r in rows])
+            try:
+                if self._claims.shared:  # ours alone, as they stand now that they are ours
+                    rows = queue.pending(self._parts.store.engine, len(mine), pks=sorted(mine)) if mine else []
+                for row in rows:
+                    if self._stop:
+                        return
+                    if not self._settled(row.memory_ids):
+                        self._wake = True  # its rule pass is not done: look again soon, in order
+                        return
+                    formed = self._form(row)
+                    with self._cond:
+                        self._done.append((time.monotonic(), 1))
+                        self._total += formed
+                        self._error = None
+                        self._cond.notify_all()
+            finally:
+                self._claims.release(sorted(mine))
+
+    def _settled(self, memory_ids: Sequence[str]) -> bool:
+        """Whether the indexer settled these memories (waits a poll for them)."""
+        if not memory_ids:
+            return True
+        try:
+            self._indexer.wait_ids(list(memory_ids), self._poll)
+        except IndexingTimeoutError:
+            return False
+        return True
+
+    def _form(self, row: queue.QueuedTurn) -> int:
+        """Form one queued turn; 1 when this worker marked it formed."""
+        parts = self._parts
+        turn = formation_turn(row.turn, row.session_id)
+        ctx = WriteContext(tenant_id=row.tenant_id, user_id=row.user_id, settings=parts.settings,
+                           session_id=row.session_id, source=Source.USER, explicit=False, formation=True)
+        stored = parts.store.get(row.tenant_id, row.user_id, row.memory_ids)
+        added = self._extracted(row, turn.user, ctx, list(stored.values()))
+        statements = [r for r in (stored.get(i) for i in row.memory_ids)
+                      if r is not None and r.status is Status.ACTIVE and r.key is None
+                      and r.type is not MemoryType.EPISODIC and r.source is Source.USER]
+        by, decisions = "rules", []
+        if statements:
+            candidates = candidates_for(parts, statements)
+            model = self.model
+            counters = getattr(model, "stats", None)
+            asked = _calls(counters)
+            found = parts.hooks.reconcile(statements, candidates, turn, ctx, model)
+            if found is not None:
+                by, decisions = found
+            if model is not None and (by == MODEL_RECONCILER or _calls(counters) > asked):
+                with self._cond:  # the model was asked: its answer counts, or the rules decided instead
+                    self._by_model += 1
+                    self._fallbacks += by != MODEL_RECONCILER
+            by_id = {s.memory_id: s for s in statements}
+            checked = [(d, check(parts, d, by_id, candidates, turn, ctx)) for d in decisions]
+        else:
+            checked = []
+        with parts.lock:
+            applied = apply(parts, row.tenant_id, row.user_id, checked, by)
+            changed = applied.changed
+            upsert = [r for r in changed if in_vector_index(r) and not parts.needs_vector(r)]
+            gone = [r for r in changed if not in_vector_index(r)]
+            if upsert:
+                parts.index.upsert(upsert)
+            if gone:
+                parts.index.delete([r.memory_id for r in gone])
+            result = {"by": by, "decisions": applied.counts, "statements": len(statements),
+                      **({"added": added} if added else {})}
+            with parts.store.transaction() as conn:
+                applied.superseded.write(parts, conn, set())
+                for r in applied.restored:
+                    parts.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value,
+                                              superseded_by=r.superseded_by, supersedes=r.supersedes,
+                                              metadata=r.metadata, updated_at=time.time())
+                parts.store.audit_many(conn, applied.audit + [
+                    {"action": "restore", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
+                     "detail": {"by": by, "reason": "the reconciler kept it beside the new statement"}}
+                    for r in applied.restored if r.status is Status.ACTIVE and r.memory_id not in row.memory_ids])
+                formed = queue.mark_formed(conn, row.pk, result)
+            parts.replica.apply(upsert, gone)
+        with self._cond:
+            self._refused += applied.counts.get("refused", 0)
+        return int(formed)
+
+    def _extracted(self, row: queue.QueuedTurn, text: str, ctx: WriteContext,
+                   wrote: Sequence[MemoryRecord]) -> int:
+        """Ask the extract hook once for the turn (a model extractor answers only with ``formation``) and
+        write the statements whose clause the turn's memories do not hold, where the rules read the
+        clause as a statement (a model's word does not make a question a fact). They go through the
+        write path (guard, redaction, the indexer's rule pass); returns how many were written."""
+        parts = self._parts
+        found = parts.hooks.extract_by(text, ctx)
+        if found is None or found[0] == "rule_extractor" or not found[1].statements:
+            return 0
+        rules = WriteContext(tenant_id=row.tenant_id, user_id=row.user_id, settings=parts.settings,
+                             session_id=row.session_id, source=Source.USER, explicit=False)
+        drafts = []
+        for clause in dict.fromkeys(st.text for st in found[1].statements if st.text):
+            if any(same_passage(clause, r.content) for r in wrote) or not same_passage(clause, text):
+                continue
+            reading = parts.hooks.extract(clause, rules)
+            if reading is not None and reading.utterances and not any(a == "statement" for _, a in reading.utterances):
+                continue
+            drafts.append(MemoryDraft(content=clause[: parts.settings.max_content_chars], type=MemoryType.SEMANTIC,
+                                      session_id=row.session_id, created_at=formation_turn(row.turn, "").created_at,
+                                      metadata={"trigger": f"formed by {found[0]}"}))
+        if drafts:
+            write(parts, drafts, user_id=row.user_id, tenant_id=row.tenant_id, explicit=False)
+        return len(drafts)

@@ -1,0 +1,89 @@
+"""The formation queue's rows (``formation_queue``, schema 8): enqueued with the turn, drained in order.
+
+A row is written in the transaction that writes its turn (``portamem.write.batch``), so a turn
+acknowledged is a turn queued, and marked FORMED in the transaction that applies what formation
+decided, so a turn is formed once: a crash before that commit leaves it FORMING, and the next
+worker (after a restart, or another process's on PostgreSQL, ``storage.claims``) forms it again
+from the start. Formed rows are kept a while for ``explain`` and pruned by ``prune``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from .schema import FORMED, FORMING, formation_t
+
+__all__ = ["QueuedTurn", "enqueue", "pending", "mark_formed", "backlog", "waiting_upto", "last_pk", "prune"]
+
+
+@dataclass(frozen=True)
+class QueuedTurn:
+    """One row of the queue: a user turn to form, with the ids of the memories its rule pass wrote."""
+
+    pk: int
+    tenant_id: str
+    user_id: str
+    session_id: str
+    queued_at: float
+    turn: dict[str, Any]
+    memory_ids: list[str]
+
+
+def enqueue(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Queue turns in the open transaction: each row has ``tenant_id``, ``user_id``, ``session_id``,
+    ``turn`` and ``memory_ids``."""
+    if not rows:
+        return
+    now = time.time()
+    conn.execute(formation_t.insert(), [{**r, "queued_at": now, "state": FORMING} for r in rows])
+
+
+def pending(engine: Engine, limit: int, *, after: int = 0, pks: Sequence[int] | None = None) -> list[QueuedTurn]:
+    """The oldest turns still to form (``pks``: those of these rows that still are), in queue order."""
+    q = sa.select(formation_t).where(formation_t.c.state == FORMING, formation_t.c.pk > after)
+    if pks is not None:
+        q = q.where(formation_t.c.pk.in_(list(pks)))
+    with engine.connect() as conn:
+        rows = conn.execute(q.order_by(formation_t.c.pk).limit(limit)).all()
+    return [QueuedTurn(r.pk, r.tenant_id, r.user_id, r.session_id, r.queued_at, dict(r.turn or {}),
+                       [str(m) for m in (r.memory_ids or [])]) for r in rows]
+
+
+def mark_formed(conn: Connection, pk: int, result: dict[str, Any]) -> bool:
+    """Mark one turn formed in the transaction that applied its decisions; False when it already was
+    (another worker formed it first: the caller rolls back)."""
+    done = conn.execute(formation_t.update().where(formation_t.c.pk == pk, formation_t.c.state == FORMING)
+                        .values(state=FORMED, formed_at=time.time(), result=result))
+    return bool(done.rowcount)
+
+
+def backlog(engine: Engine) -> tuple[int, float | None]:
+    """(turns waiting, when the oldest of them was queued)."""
+    with engine.connect() as conn:
+        n, oldest = conn.execute(sa.select(sa.func.count(), sa.func.min(formation_t.c.queued_at))
+                                 .where(formation_t.c.state == FORMING)).one()
+    return int(n or 0), oldest
+
+
+def last_pk(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.max(formation_t.c.pk))).scalar() or 0)
+
+
+def waiting_upto(engine: Engine, pk: int) -> int:
+    """Turns queued at or before ``pk`` that are not formed yet (what ``flush`` waits for)."""
+    with engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).where(formation_t.c.state == FORMING,
+                                                                  formation_t.c.pk <= pk)).scalar() or 0)
+
+
+def prune(conn: Connection, older_than: float) -> int:
+    """Drop formed rows formed before ``older_than`` (a timestamp); returns how many."""
+    return int(conn.execute(formation_t.delete().where(formation_t.c.state == FORMED,
+                                                       formation_t.c.formed_at < older_than)).rowcount or 0)

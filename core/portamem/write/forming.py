@@ -1,0 +1,257 @@
+"""Formation's write side: what a queued turn carries, the candidates a reconciler is shown, the checks
+every decision passes, and how the accepted ones are applied through supersession.
+
+The formation worker (``portamem.background.formation``) runs these off the acknowledged path, after
+the indexer's rule pass settled the turn's statements. A reconciler (``portamem_reconcile``: a model,
+the rules, a third party's) proposes; nothing here trusts it: a decision is applied only when its
+target is one of the statement's candidates (same tenant and user, within the writer's scope), a less
+trusted statement does not override a high-trust memory, a delete or change stands on the user's own
+words, a subject other than the user is not merged into the user's, and a statement the rules read as
+a question, request or small talk changes nothing. Applied decisions are supersessions (history kept,
+audited with the reconciler's reason, reversible with ``restore``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..components import Components
+from ..entities import normalize_entity
+from ..filters import SearchFilters
+from ..pipeline import Decision, FormationTurn, WriteContext
+from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, Source, Status, Trust, Turn
+from ..statements import content_words, statements_of
+from ..text import same_passage
+from .supersession import Supersessions, _decide, _outdate_part, _repeat, _replaced_part, _update
+
+__all__ = ["turn_row", "formation_turn", "candidates_for", "check", "Applied", "apply", "rule_decisions", "CANDIDATES"]
+
+#: current memories shown to a reconciler per statement (vector, keyword and entity neighbours together)
+CANDIDATES = 6
+#: each look-up's depth before the candidates are merged
+_PROBE = 8
+#: actions that change a memory other than the statement itself
+_CHANGING = frozenset({"update", "outdate", "delete"})
+
+
+def turn_row(tenant_id: str, user_id: str, session_id: str, turn: Turn, context: Sequence[Turn],
+             memory_ids: Sequence[str]) -> dict[str, Any]:
+    """The formation queue's row for a user turn (as the window keeps it: redacted when it is) and the
+    turns before it in its session."""
+    return {"tenant_id": tenant_id, "user_id": user_id, "session_id": session_id,
+            "turn": {"user": turn.user, "assistant": turn.assistant, "created_at": turn.created_at.isoformat(),
+                     "context": [{"user": t.user, "assistant": t.assistant} for t in context]},
+            "memory_ids": list(memory_ids)}
+
+
+def formation_turn(row_turn: Mapping[str, Any], session_id: str) -> FormationTurn:
+    from datetime import datetime  # noqa: PLC0415 - only here
+
+    return FormationTurn(
+        user=str(row_turn.get("user", "")), assistant=str(row_turn.get("assistant", "")),
+        created_at=datetime.fromisoformat(str(row_turn["created_at"])), session_id=session_id,
+        context=tuple((str(t.get("user", "")), str(t.get("assistant", ""))) for t in row_turn.get("context", [])
+                      if isinstance(t, Mapping)))
+
+
+def _in_scope(writer: MemoryRecord, target: MemoryRecord) -> bool:
+    """The target is the writer's to act on: same tenant and user, and (``portamem.write.scope``) its scope."""
+    if (writer.tenant_id, writer.user_id) != (target.tenant_id, target.user_id):
+        return False
+    try:
+        from .scope import acts_on  # noqa: PLC0415 - the scope rule, where this install has it
+    except ImportError:  # pragma: no cover - an install without scopes: one user is one scope
+        return writer.agent_id == target.agent_id or target.agent_id is None
+    return bool(acts_on(writer, target))
+
+
+def candidates_for(parts: Components, statements: Sequence[MemoryRecord]) -> dict[str, list[MemoryRecord]]:
+    """For each statement, the user's nearest current memories in its scope (by vector, keyword and
+    entity, best first, at most ``CANDIDATES``), after those the rules superseded by it."""
+    if not statements:
+        return {}
+    tenant_id, user_id = statements[0].tenant_id, statements[0].user_id
+    mine = {s.memory_id for s in statements}
+    near = parts.replica.nearest([s for s in statements if s.embedding is not None], k=_PROBE, exclude=mine)
+    found: dict[str, list[str]] = {}
+    for s in statements:
+        ids = [h.memory_id for h in near.get(s.memory_id, [])]
+        ids += [i for i, _ in parts.store.keyword_search(tenant_id, user_id, s.content, SearchFilters(), _PROBE)]
+        ents = [normalize_entity(e) for e in s.entities]
+        ids += [i for i, _ in parts.store.entity_search(tenant_id, user_id, ents, SearchFilters(), _PROBE)] \
+            if ents else []
+        found[s.memory_id] = [i for i in dict.fromkeys(ids) if i not in mine]
+    replaced = {s.memory_id: s.supersedes for s in statements if s.supersedes}
+    rows = parts.store.get(tenant_id, user_id, [i for ids in found.values() for i in ids] + list(replaced.values()))
+    # only what arrived before a statement can be outdated by it (a backlog forms turns after later ones)
+    order = parts.store.arrival(list(rows) + list(mine))
+    out: dict[str, list[MemoryRecord]] = {}
+    for s in statements:
+        ruled = [rows[r] for r in [replaced.get(s.memory_id)] if r in rows and rows[r].superseded_by == s.memory_id]
+        at = order.get(s.memory_id, 0)
+        current = [rows[i] for i in found[s.memory_id] if i in rows and rows[i].status is Status.ACTIVE
+                   and rows[i].key is None and order.get(i, at) < at and _in_scope(s, rows[i])]
+        out[s.memory_id] = (ruled + current)[:CANDIDATES]
+    return out
+
+
+def rule_decisions(statements: Sequence[MemoryRecord],
+                   candidates: Mapping[str, Sequence[MemoryRecord]]) -> list[Decision]:
+    """What supersession's rules decide for each statement against its candidates (those it already
+    superseded say so again): update, outdate a part, noop for a repeat, else add."""
+    out: list[Decision] = []
+    for s in statements:
+        mine = statements_of(s)
+        decided = False
+        for c in candidates.get(s.memory_id, []):
+            if c.superseded_by == s.memory_id:
+                out.append(Decision(s.memory_id, "update", c.memory_id, "rules: superseded in the rule pass"))
+                decided = True
+                continue
+            verdict = _decide(mine, c) if mine else None
+            if verdict == "update":
+                part = _replaced_part(c, mine)
+                out.append(Decision(s.memory_id, "outdate" if part else "update", c.memory_id,
+                                    "rules: another value of what it states", "; ".join(part) if part else None))
+            elif verdict == "repeat":
+                out.append(Decision(s.memory_id, "noop", c.memory_id, "rules: the same statement again"))
+            decided = decided or verdict is not None
+        if not decided:
+            out.append(Decision(s.memory_id, "add", None, "rules: about nothing stored"))
+    return out
+
+
+def _rules_read_a_statement(parts: Components, record: MemoryRecord, ctx: WriteContext) -> bool:
+    """Whether the rules read the text as stating something (not only a question, request, thanks,
+    greeting or small talk)."""
+    extraction = parts.hooks.extract(record.content, ctx)
+    if extraction is None or not extraction.utterances:
+        return True
+    return any(act == "statement" for _, act in extraction.utterances)
+
+
+#: someone or something of the user's world a statement may be about instead of the user
+_OTHERS = re.compile(
+    r"\b(?:my|our)\s+(?:\w+\s+)?(father|dad|mother|mum|mom|parents?|wife|husband|partner|son|daughter|kids?|"
+    r"child(?:ren)?|brother|sister|friend|boss|colleague|manager|grand\w+|uncle|aunt|cousin|dog|cat|pet|"
+    r"neighbou?r|flatmate|roommate)\b"
+    r"|我(?:的)?(爸爸|爸|妈妈|妈|父亲|母亲|父母|老婆|老公|妻子|丈夫|儿子|女儿|孩子|哥哥|弟弟|姐姐|妹妹|朋友|同事|老板|"
+    r"爷爷|奶奶|外公|外婆|狗|猫)", re.I)
+
+
+def _subjects(record: MemoryRecord) -> set[str]:
+    """Whom a memory is about: its statements' subjects, else the person or pet of the user's world
+    its text names ("my father has ..."), else the user."""
+    named = {s.subject.lower() for s in statements_of(record) if s.subject.lower() != "user"}
+    named |= {(m.group(1) or m.group(2)).lower() for m in _OTHERS.finditer(record.content)}
+    return named or {"user"}
+
+
+def check(parts: Components, decision: Decision, statements: Mapping[str, MemoryRecord],
+          candidates: Mapping[str, Sequence[MemoryRecord]], turn: FormationTurn, ctx: WriteContext) -> str | None:
+    """Why ``decision`` must not be applied, or None when it may (the module docstring)."""
+    statement = statements.get(decision.statement_id)
+    if statement is None:
+        return f"{decision.statement_id} is not a statement of this turn"
+    if decision.target_id is None:
+        return "update, outdate, delete and noop need a target" if decision.action != "add" else None
+    shown = {c.memory_id: c for c in candidates.get(statement.memory_id, [])}
+    target = shown.get(decision.target_id)
+    if target is None:
+        return f"{decision.target_id} is not among the memories shown for {statement.memory_id}"
+    if not _in_scope(statement, target):
+        return f"{target.memory_id} is outside the writer's scope"
+    if decision.action not in _CHANGING:
+        return None
+    if target.trust is Trust.HIGH and TRUST_RANK[statement.trust] < TRUST_RANK[Trust.HIGH]:
+        return f"a {statement.trust.value}-trust statement does not override the high-trust {target.memory_id}"
+    if statement.source is not Source.USER or not same_passage(statement.content, turn.user) \
+            and not content_words(statement.content) <= content_words(turn.user):
+        return "a change or delete needs the user's own words in this turn"
+    if not _rules_read_a_statement(parts, statement, ctx):
+        return "the rules read this as a question, request or small talk, which states nothing"
+    mine, theirs = _subjects(statement), _subjects(target)
+    if not mine & theirs:
+        return f"the statement is about {sorted(mine)}, the memory about {sorted(theirs)}"
+    if decision.action == "outdate" and decision.part and not content_words(decision.part) <= content_words(
+            target.content):
+        return "the outdated part must be words of the memory"
+    return None
+
+
+@dataclass
+class Applied:
+    """What applying a turn's decisions changed: supersessions (``Supersessions.write`` commits them),
+    rule supersessions undone, and an audit row per decision."""
+
+    superseded: Supersessions = field(default_factory=Supersessions)
+    restored: list[MemoryRecord] = field(default_factory=list)
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> list[MemoryRecord]:
+        out = {r.memory_id: r for r in self.superseded.changed}
+        out.update((r.memory_id, r) for r in self.restored)
+        return list(out.values())
+
+
+def apply(parts: Components, tenant_id: str, user_id: str, decisions: Sequence[tuple[Decision, str | None]],
+          by: str) -> Applied:
+    """Apply checked decisions (each with why it was refused, or None) to the current rows of one
+    user, read again here (the caller holds ``parts.lock``): one already in effect, or whose rows
+    moved since, changes nothing. Every decision is audited with its reason, applied or not."""
+    out = Applied()
+    ids = [i for d, _ in decisions for i in (d.statement_id, d.target_id) if i]
+    rows = parts.store.get(tenant_id, user_id, ids) if ids else {}
+    for decision, refused in decisions:
+        statement, target = rows.get(decision.statement_id), rows.get(decision.target_id or "")
+        why = refused or _apply_one(decision, statement, target, parts, out)
+        key = decision.action if why is None else "refused"
+        out.counts[key] = out.counts.get(key, 0) + 1
+        if statement is not None:
+            out.audit.append({"action": "form", "tenant_id": tenant_id, "user_id": user_id,
+                              "memory_id": statement.memory_id,
+                              "detail": {"decision": decision.action, "target": decision.target_id,
+                                         "reason": decision.reason[:300], "by": by, "applied": why is None,
+                                         **({"refused": why} if why else {})}})
+    return out
+
+
+def _apply_one(decision: Decision, statement: MemoryRecord | None, target: MemoryRecord | None,
+               parts: Components, out: Applied) -> str | None:
+    """Apply one decision; why it changed nothing, or None when it changed what it says."""
+    if statement is None or statement.status is not Status.ACTIVE:
+        return "the statement is no longer active"
+    if decision.target_id is None:
+        return None  # a plain add: the statement stays as the rules left it
+    if target is None:
+        return "the target is gone"
+    ruled = target.superseded_by == statement.memory_id and target.status is Status.SUPERSEDED
+    if decision.action == "add":
+        if ruled:  # the rules retired the target by this statement; the reconciler says it still holds
+            target.status, target.superseded_by = Status.ACTIVE, None
+            statement.supersedes = None
+            statement.metadata.pop(REPLACED_KEY, None)
+            out.restored += [target, statement]
+        return None
+    if decision.action in ("update", "delete"):
+        if ruled:
+            return None  # already so
+        if target.status is not Status.ACTIVE:
+            return "the target is no longer current"
+        _update(parts, target, statement, out.superseded)
+        return None if statement.status is Status.ACTIVE else "held for review (contradicts high trust)"
+    if target.status is not Status.ACTIVE:
+        return "the target is no longer current"
+    if decision.action == "outdate":
+        if target.metadata.get(OUTDATED_KEY, {}).get("by") == statement.memory_id:
+            return None
+        _outdate_part(target, statement, [decision.part or target.content[:200]], out.superseded)
+        return None
+    # noop: the statement says the target again
+    _repeat(target, statement, out.superseded)
+    return None

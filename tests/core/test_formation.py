@@ -1,0 +1,292 @@
+"""The formation stage: each user turn is queued in the transaction that writes it and formed in the
+background (``portamem.background.formation``), once, whatever happens to the process; a configured
+model decides through ``portamem_reconcile`` off the acknowledged path, and its decisions count only
+after the checks (ids shown, scope, trust, the user's own words, questions)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+import sqlalchemy as sa
+
+from portamem import Memory, Settings, Status, hookimpl
+from portamem.models import CallableChatModel
+from portamem.pipeline import Decision
+from portamem.storage.schema import FORMED, formation_t
+
+_MEMORY_LINE = re.compile(r'^\s+(M\d+) \(stored [^)]*\): "(.*)"', re.M)
+_STATEMENT_LINE = re.compile(r'^(S\d+): "(.*)"', re.M)
+
+
+def keys(prompt: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The S- and M-keys a reconcile prompt shows, by their text."""
+    return ({k: t for k, t in _STATEMENT_LINE.findall(prompt)}, {k: t for k, t in _MEMORY_LINE.findall(prompt)})
+
+
+def scripted(answer: Callable[[dict[str, str], dict[str, str]], str], calls: list[str] | None = None,
+             delay: float = 0.0) -> CallableChatModel:
+    """A model whose answer is computed from the keys its prompt shows."""
+    def fn(prompt: str) -> str:
+        if calls is not None:
+            calls.append(prompt)
+        if delay:
+            time.sleep(delay)
+        return answer(*keys(prompt))
+    return CallableChatModel(fn)
+
+
+def replace_tennis(statements: dict[str, str], memories: dict[str, str]) -> str:
+    s = next(k for k, t in statements.items() if "bouldering" in t)
+    m = next(k for k, t in memories.items() if "tennis" in t)
+    return "```json\n" + json.dumps({"decisions": [{"statement": s, "action": "update", "target": m,
+                                                    "reason": "bouldering replaced tennis on Sundays"}]}) + "\n```"
+
+
+def rows(mem: Memory) -> list[dict]:
+    with mem.store.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(sa.select(formation_t).order_by(formation_t.c.pk))]
+
+
+def form_audit(mem: Memory, memory_id: str) -> list[dict]:
+    return [e for e in mem.store.audit_trail(mem.tenant_id, memory_id) if e["action"] == "form"]
+
+
+def test_each_user_turn_is_queued_with_its_context_and_formed_once(memory: Memory) -> None:
+    memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana", session_id="s")
+    memory.add_turn("Thanks!", "Any time.", user_id="ana", session_id="s")
+    wrote = memory.add_turn("My budget is 5000 euros.", "Noted.", user_id="ana", session_id="s")
+    memory.flush(60)
+    queued = rows(memory)
+    assert [r["state"] for r in queued] == [FORMED] * 3
+    assert queued[2]["turn"]["user"] == "My budget is 5000 euros."
+    assert [t["user"] for t in queued[2]["turn"]["context"]] == ["I play tennis every Sunday.", "Thanks!"]
+    assert queued[2]["memory_ids"] == [r.memory_id for r in wrote]
+    stats = memory.stats().formation
+    assert stats.pending == 0 and stats.oldest_pending_s == 0 and stats.formed_total == 3
+    assert stats.formed_per_s > 0
+
+
+def test_a_model_decision_replaces_the_rules_off_the_acknowledged_path(memory: Memory) -> None:
+    calls: list[str] = []
+    memory.formation.model = scripted(replace_tennis, calls)
+    tennis = memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")[0]
+    memory.flush(60)
+    boulder = memory.add_turn("These days I go bouldering on Sundays.", "Fun!", user_id="ana")[0]
+    memory.flush(60)
+    old = memory.get_memory(tennis.memory_id, user_id="ana")
+    assert old.status is Status.SUPERSEDED and old.superseded_by == boulder.memory_id  # history kept
+    trail = form_audit(memory, boulder.memory_id)
+    assert trail and trail[0]["detail"]["by"] == "model_reconciler" and trail[0]["detail"]["applied"]
+    assert "bouldering replaced tennis" in trail[0]["detail"]["reason"]
+    hits = memory.search_memory("what sport on Sundays", user_id="ana")
+    assert tennis.memory_id not in [h.memory_id for h in hits]
+    assert len(calls) == 1  # the first turn had nothing stored near it: no call
+    assert memory.stats().formation.fallbacks == 0
+
+
+@pytest.mark.parametrize("answer", [
+    "I think S1 updates M1.",  # no JSON at all
+    '{"decisions": [{"statement": "S1", "action": "update", "target": "M7", "reason": "x"}]}',  # an id never shown
+    '{"decisions": [{"statement": "S1", "action": "replace", "target": "M1", "reason": "x"}]}',  # no such action
+    '{"decisions": [{"statement": "S1", "action": "update", "target": null, "reason": "x"}]}',  # update of nothing
+])
+def test_a_broken_answer_is_asked_again_then_the_rules_decide(memory: Memory, answer: str) -> None:
+    calls: list[str] = []
+    memory.formation.model = scripted(lambda s, m: answer, calls)
+    tennis = memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")[0]
+    memory.flush(60)
+    memory.add_turn("These days I go bouldering on Sundays.", "Fun!", user_id="ana")
+    memory.flush(60)
+    assert memory.get_memory(tennis.memory_id, user_id="ana").status is Status.ACTIVE
+    assert len(calls) == 1 + memory.settings.llm_retries
+    assert "Your last answer was rejected" in calls[-1]
+    stats = memory.stats().formation
+    assert stats.fallbacks == 1 and stats.pending == 0
+
+
+def test_a_model_that_fails_leaves_the_rules_decision(memory: Memory) -> None:
+    def down(prompt: str) -> str:
+        raise ConnectionError("connection refused")
+    memory.formation.model = CallableChatModel(down)
+    memory.add_turn("I live in Lyon.", "Nice.", user_id="ana")
+    memory.flush(60)
+    moved = memory.add_turn("I moved to Paris last month.", "Great.", user_id="ana")[0]
+    memory.flush(60)
+    lyon = [r for r in memory.list_memories(user_id="ana", filters={"statuses": ["superseded"]})]
+    assert [r.superseded_by for r in lyon] == [moved.memory_id]  # the rule pass's supersession stands
+    assert memory.stats().formation.fallbacks == 1
+
+
+class _Reaching:
+    """A third-party reconciler that names whatever target it was told to."""
+
+    def __init__(self, target: str, action: str = "update") -> None:
+        self.target, self.action = target, action
+
+    @hookimpl(tryfirst=True)
+    def portamem_reconcile(self, statements, candidates, turn, context, model):  # type: ignore[no-untyped-def]
+        return [Decision(s.memory_id, self.action, self.target, "reaching") for s in statements]
+
+
+def test_a_decision_outside_the_writers_scope_or_the_shown_is_refused(memory: Memory) -> None:
+    other = memory.save_memory("I play tennis every Sunday.", user_id="bob")
+    memory.plugins.register(_Reaching(other.memory_id), name="reaching")
+    memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")
+    memory.flush(60)
+    boulder = memory.add_turn("These days I go bouldering on Sundays.", "Fun!", user_id="ana")[0]
+    memory.flush(60)
+    assert memory.get_memory(other.memory_id, user_id="bob").status is Status.ACTIVE
+    trail = form_audit(memory, boulder.memory_id)
+    assert trail and not trail[0]["detail"]["applied"] and "not among the memories shown" in trail[0]["detail"]["refused"]
+    assert memory.stats().formation.refused >= 1
+
+
+def test_a_less_trusted_statement_never_overrides_a_high_trust_memory(memory: Memory) -> None:
+    memory.formation.model = scripted(replace_tennis)
+    tennis = memory.save_memory("I play tennis every Sunday.", user_id="ana", source="system")  # high trust
+    memory.flush(60)
+    boulder = memory.add_turn("These days I go bouldering on Sundays.", "Fun!", user_id="ana")[0]
+    memory.flush(60)
+    assert memory.get_memory(tennis.memory_id, user_id="ana").status is Status.ACTIVE
+    assert "does not override the high-trust" in form_audit(memory, boulder.memory_id)[0]["detail"]["refused"]
+
+
+def test_a_question_does_not_become_a_change_on_the_models_word(memory: Memory) -> None:
+    from portamem_plugins import reconcile_model
+
+    tennis = memory.save_memory("I play tennis every Sunday.", user_id="ana")
+    question = memory.save_memory("Should I try bouldering on Sundays?", user_id="ana")
+    memory.flush(60)
+    from portamem.pipeline import FormationTurn, WriteContext
+    from portamem.records import utcnow
+
+    turn = FormationTurn(user=question.content, assistant="Maybe.", created_at=utcnow(), session_id="s")
+    model = scripted(lambda s, m: json.dumps({"decisions": [
+        {"statement": "S1", "action": "update", "target": "M1", "reason": "changed sport"}]}))
+    decided = reconcile_model.portamem_reconcile(
+        statements=[question], candidates={question.memory_id: [tennis]}, turn=turn,
+        context=WriteContext(tenant_id=memory.tenant_id, user_id="ana", settings=memory.settings, formation=True),
+        model=model)
+    assert decided == []
+
+
+def test_a_statement_about_someone_else_does_not_replace_the_users(memory: Memory) -> None:
+    def merge(statements: dict[str, str], memories: dict[str, str]) -> str:
+        return json.dumps({"decisions": [{"statement": next(iter(statements)), "action": "update",
+                                          "target": next(iter(memories)), "reason": "blood pressure"}]})
+    memory.formation.model = scripted(merge)
+    mine = memory.save_memory("I have high blood pressure.", user_id="ana")
+    memory.flush(60)
+    father = memory.add_turn("My father has high blood pressure too.", "Sorry to hear.", user_id="ana")
+    memory.flush(60)
+    assert memory.get_memory(mine.memory_id, user_id="ana").status is Status.ACTIVE
+    assert "about ['father'], the memory about ['user']" in form_audit(memory, father[0].memory_id)[0]["detail"]["refused"]
+
+
+def test_add_turn_does_not_wait_for_a_slow_model_and_calls_it_at_most_once_per_turn(memory: Memory) -> None:
+    calls: list[str] = []
+    memory.formation.model = scripted(lambda s, m: json.dumps({"decisions": []}), calls, delay=2.0)
+    memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")
+    memory.flush(60)
+    spent = []
+    said = ["These days I go bouldering on Sundays.", "My budget for the trip is 900 euros.",
+            "I also play tennis on Sundays.", "My budget for the trip is now 1200 euros."]
+    for text in said:
+        start = time.perf_counter()
+        memory.add_turn(text, "Noted.", user_id="ana")
+        spent.append(time.perf_counter() - start)
+    assert max(spent) < 1.0, spent  # acknowledged at once, while the model takes 2 s a call
+    backlog = memory.stats().formation
+    assert backlog.pending >= 1 and backlog.oldest_pending_s > 0
+    memory.flush(120)
+    assert len(calls) <= 1 + len(said)  # at most one call per user turn
+    assert memory.stats().formation.pending == 0
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time, json
+    from portamem import Memory, Settings
+    from portamem.models import CallableChatModel
+    def slow(prompt):
+        time.sleep(float(sys.argv[2]))
+        return json.dumps({"decisions": []})
+    mem = Memory(settings=Settings(path=sys.argv[1]))
+    mem.formation.model = CallableChatModel(slow)
+    mem.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")
+    for i in range(6):
+        mem.add_turn(f"I play tennis every Sunday with club {i}.", "Nice.", user_id="ana")
+    print("acked", flush=True)
+    while mem.stats().formation.formed_total < int(sys.argv[3]):
+        time.sleep(0.05)
+    print("formed", mem.stats().formation.formed_total, flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@pytest.mark.parametrize("formed_before_kill", [0, 2])
+def test_a_killed_process_resumes_its_backlog_and_forms_each_turn_once(tmp_path, embedder,
+                                                                        formed_before_kill: int) -> None:
+    path = str(tmp_path / "store")
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, path, "0.5", str(formed_before_kill)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "acked"
+        assert proc.stdout.readline().startswith("formed")
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    calls: list[str] = []
+    mem = Memory(settings=Settings(path=path), embedder=embedder)
+    try:
+        before = rows(mem)
+        assert len(before) == 7 and sum(r["state"] == FORMED for r in before) >= formed_before_kill
+        assert sum(r["state"] != FORMED for r in before) >= 1  # the kill left a backlog
+        mem.formation.model = scripted(lambda s, m: json.dumps({"decisions": []}), calls)
+        mem.flush(120)
+        after = rows(mem)
+        assert [r["state"] for r in after] == [FORMED] * 7
+        # formed once: a turn formed before the kill is not formed again, and the others once each
+        for r in after:
+            for memory_id in r["memory_ids"]:
+                assert len([e for e in form_audit(mem, memory_id) if e["detail"]["by"]]) <= 1
+        assert len(calls) <= sum(r["state"] != FORMED for r in before)
+    finally:
+        mem.close()
+
+
+def test_closing_with_a_backlog_keeps_it_for_the_next_open(tmp_path, embedder) -> None:
+    path = str(tmp_path / "store")
+    release = threading.Event()
+
+    def blocked(prompt: str) -> str:
+        release.wait(10)
+        return json.dumps({"decisions": []})
+
+    mem = Memory(settings=Settings(path=path), embedder=embedder)
+    mem.formation.model = CallableChatModel(blocked)
+    mem.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")
+    for i in range(3):
+        mem.add_turn(f"I play tennis every Sunday with club {i}.", "Nice.", user_id="ana")
+    time.sleep(1.0)
+    assert mem.stats().formation.pending >= 1
+    release.set()
+    mem.close()
+    again = Memory(settings=Settings(path=path), embedder=embedder)
+    try:
+        again.flush(60)
+        assert [r["state"] for r in rows(again)] == [FORMED] * 4
+    finally:
+        again.close()
