@@ -18,6 +18,7 @@ from portamem.evaluation import evaluate_locomo
 from portamem.messages import turn_messages
 from portamem.recall import format_memories
 from portamem.scenarios import (
+    HELD_OUT,
     SPLITS,
     Scenario,
     ScenarioQuestion,
@@ -37,7 +38,7 @@ from portamem_plugins.redact import find_pii
 # ---------------------------------------------------------------------- the packaged suite
 @pytest.fixture(scope="module")
 def suite() -> dict[str, list[Scenario]]:
-    return {split: load_scenarios(suite_path(split), split) for split in SPLITS}
+    return {split: load_scenarios(suite_path(split), split) for split in (*SPLITS, *HELD_OUT)}
 
 
 def _texts(scenario: Scenario) -> list[str]:
@@ -76,6 +77,22 @@ def test_the_halves_are_balanced_by_language_and_phenomenon(suite: dict[str, lis
     for split in suite.values():
         by_lang = Counter(s.lang for s in split for q in s.questions if not q.unstored)
         assert abs(by_lang["en"] - by_lang["zh"]) <= 0.15 * sum(by_lang.values())
+
+
+def test_the_held_out_conversations_are_phrased_unlike_the_halves(suite: dict[str, list[Scenario]]) -> None:
+    """The held-out split measures rules on text they were not written against: none of its changes is
+    labelled with a phrasing of the dev or test half, no user turn of it repeats one of theirs, and each
+    of its questions about a changed value names the stale one."""
+    seen = [s for split in SPLITS for s in suite[split]]
+    held = [s for split in HELD_OUT for s in suite[split]]
+    assert len(held) >= 16 and Counter(s.lang for s in held) == {"en": 8, "zh": 8}
+    phrasings = {t.phrasing for s in seen for t in s.turns if t.phrasing}
+    assert not phrasings & {t.phrasing for s in held for t in s.turns if t.phrasing}
+    stating = {"statement", "update"}
+    said = {t.user.casefold() for s in seen for t in s.turns if stating & set(t.acts)}
+    assert not said & {t.user.casefold() for s in held for t in s.turns if stating & set(t.acts)}
+    assert all(q.stale for s in held for q in s.questions if "update" in q.tags)
+    assert not {s.id for s in held} & {s.id for s in seen}
 
 
 def test_every_question_is_answerable_from_its_conversation(suite: dict[str, list[Scenario]]) -> None:

@@ -3,7 +3,9 @@ to an assistant (facts said once, corrections, preference changes, numbers and d
 requests, small talk, tool calls), each followed by questions in a new session that name the current
 value and the stale values that must not be presented as current.
 
-``dev.jsonl`` is the half to tune on, ``test.jsonl`` the half only reported. ``portamem eval scenarios``
+``dev.jsonl`` is the half to tune on, ``test.jsonl`` the half only reported; ``holdout.jsonl`` holds
+conversations written after the rules, in phrasings none was written against, to measure how they
+generalise (only reported, never tuned on). ``portamem eval scenarios``
 plays each conversation into a fresh store and measures what recall puts in front of a model
 (``portamem.scenarios.harness``).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from .harness import (
     ACTS,
     FILLER_ACTS,
+    HELD_OUT,
     SPLITS,
     Scenario,
     ScenarioQuestion,
@@ -35,6 +38,7 @@ from .harness import (
 __all__ = [
     "ACTS",
     "FILLER_ACTS",
+    "HELD_OUT",
     "SPLITS",
     "Scenario",
     "ScenarioQuestion",

@@ -58,6 +58,7 @@ __all__ = [
     "ACTS",
     "FILLER_ACTS",
     "SPLITS",
+    "HELD_OUT",
     "LANGUAGES",
     "TURN_GAP",
     "ToolCall",
@@ -86,6 +87,8 @@ ACTS = ("greeting", "thanks", "smalltalk", "question", "request", "statement", "
 FILLER_ACTS = frozenset({"greeting", "thanks", "smalltalk", "request"})
 STATING_ACTS = frozenset({"statement", "update"})
 SPLITS = ("dev", "test")
+#: conversations written after the rules, in phrasings no rule was written against: reported, never tuned on
+HELD_OUT = ("holdout",)
 LANGUAGES = ("en", "zh")
 #: the time between two turns of a session
 TURN_GAP = timedelta(minutes=2)
@@ -161,9 +164,9 @@ class Scenario:
 
 
 def suite_path(split: str) -> Traversable:
-    """The packaged file of a split (``dev`` or ``test``)."""
-    if split not in SPLITS:
-        raise ValidationError(f"split must be one of {list(SPLITS)}, got {split!r}")
+    """The packaged file of a split (``dev``, ``test`` or the held-out ``holdout``)."""
+    if split not in (*SPLITS, *HELD_OUT):
+        raise ValidationError(f"split must be one of {[*SPLITS, *HELD_OUT]}, got {split!r}")
     return resources.files(__package__ or "portamem.scenarios").joinpath(f"{split}.jsonl")
 
 
@@ -469,7 +472,7 @@ def _chosen(split: str, path: str | Path | None) -> list[tuple[str, str | Path |
     if path is not None:
         return [(Path(path).stem, path)]
     if split == "all":
-        return [(s, suite_path(s)) for s in SPLITS]
+        return [(s, suite_path(s)) for s in (*SPLITS, *HELD_OUT)]
     return [(split, suite_path(split))]
 
 
@@ -483,13 +486,14 @@ def evaluate_scenarios(
     show_progress: bool = True,
     maintain: bool = False,
 ) -> dict[str, Any]:
-    """Play every conversation of ``split`` (``dev``, ``test`` or ``all``; or the file at ``path``)
+    """Play every conversation of ``split`` (``dev``, ``test``, ``holdout`` or ``all``, each reported on
+    its own; or the file at ``path``)
     into a fresh store and judge the recall of each question; the report holds the figures per split,
     language and question tag, every question's prompt lines, and the stored question and filler turns.
     With ``maintain`` a maintenance run (eviction, promotion, consolidation, abstraction) comes at the
     questions' time, as the scheduled maintainer's would."""
-    if path is None and split not in (*SPLITS, "all"):
-        raise ValidationError(f"split must be one of {[*SPLITS, 'all']}, got {split!r}")
+    if path is None and split not in (*SPLITS, *HELD_OUT, "all"):
+        raise ValidationError(f"split must be one of {[*SPLITS, *HELD_OUT, 'all']}, got {split!r}")
     settings = settings or Settings.load()
     started = time.perf_counter()
     cached = CachedEmbedder(embedder or get_embedder(settings.embedder), embedding_cache)
@@ -608,7 +612,8 @@ def format_failures(report: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------------- the CLI's eval scenarios
 def add_arguments(p: Any) -> None:
-    p.add_argument("--split", choices=[*SPLITS, "all"], default="dev", help="which half of the suite (default: dev)")
+    p.add_argument("--split", choices=[*SPLITS, *HELD_OUT, "all"], default="dev",
+                   help="which half of the suite, the held-out conversations, or all three (default: dev)")
     p.add_argument("--scenarios", help="a JSON Lines file of conversations instead of the packaged suite")
     p.add_argument("--embedder", help="embedder name (default: the configured one)")
     p.add_argument("--embedding-cache", help="an .npz file that keeps the vectors between runs")
