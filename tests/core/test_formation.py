@@ -290,3 +290,21 @@ def test_closing_with_a_backlog_keeps_it_for_the_next_open(tmp_path, embedder) -
         assert [r["state"] for r in rows(again)] == [FORMED] * 4
     finally:
         again.close()
+
+
+def test_metrics_show_the_formation_backlog(memory: Memory) -> None:
+    from portamem.server.metrics import formation_metrics
+
+    release = threading.Event()
+    memory.formation.model = CallableChatModel(lambda prompt: (release.wait(10), '{"decisions": []}')[1])
+    memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")
+    for i in range(2):
+        memory.add_turn(f"I play tennis every Sunday with club {i}.", "Nice.", user_id="ana")
+    time.sleep(1.0)
+    shown = {m.name: m.samples[0].value for m in formation_metrics(memory.stats().formation)}
+    assert shown["portamem_formation_pending"] >= 1 and shown["portamem_formation_oldest_pending_seconds"] > 0
+    assert shown["portamem_formation_failing"] == 0
+    release.set()
+    memory.flush(60)
+    shown = {m.name: m.samples[0].value for m in formation_metrics(memory.stats().formation)}
+    assert shown["portamem_formation_pending"] == 0 and shown["portamem_formed_turns"] == 3

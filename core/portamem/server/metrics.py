@@ -7,6 +7,10 @@
   (its 429s), ``portamem_write_operations_total``, ``portamem_write_transactions_total``.
 - The indexer: ``portamem_index_pending`` (committed rows not in the vector index), ``portamem_index_oldest_pending_seconds``,
   ``portamem_index_rows_per_second`` (over the last minute), ``portamem_indexed_total``, ``portamem_index_failing``.
+- Formation (``portamem.background.formation``): ``portamem_formation_pending`` (user turns not formed
+  yet), ``portamem_formation_oldest_pending_seconds``, ``portamem_formation_turns_per_second``,
+  ``portamem_formed_turns_total``, ``portamem_formation_fallbacks_total``,
+  ``portamem_formation_refused_decisions_total``, ``portamem_formation_failing``.
 - ``portamem_embedding_seconds`` (a histogram per embedder call, by kind: passage or query) and
   ``portamem_embedded_texts_total``.
 - The chat model, when one is configured (``Settings.llm_url``): ``portamem_model_calls_total`` by outcome
@@ -206,6 +210,7 @@ class _Collector:
                      index.indexed_per_s)
         yield _counter("portamem_indexed", "Rows this server's indexer wrote", index.indexed_total)
         yield _gauge("portamem_index_failing", "1 while the indexer's last batch failed", int(bool(index.last_error)))
+        yield from formation_metrics(getattr(index, "formation", None))
         yield from model_metrics(getattr(index, "model", None))
         vectors = mem.vectors
         yield _gauge("portamem_replica_bytes", "Bytes of the in-memory vector replica", vectors.resident_bytes())
@@ -229,6 +234,23 @@ class _Collector:
             yield counter
         if age is not None:
             yield _gauge("portamem_store_stats_age_seconds", "Age of the store figures above", age)
+
+
+def formation_metrics(formation: Any) -> Iterator[Metric]:
+    """The formation worker's backlog (``portamem.background.formation.FormationStats``)."""
+    if formation is None:
+        return
+    yield _gauge("portamem_formation_pending", "User turns queued for formation, not formed yet", formation.pending)
+    yield _gauge("portamem_formation_oldest_pending_seconds", "Age of the oldest of them", formation.oldest_pending_s)
+    yield _gauge("portamem_formation_turns_per_second", "Turns formed per second over the last minute",
+                 formation.formed_per_s)
+    yield _counter("portamem_formed_turns", "Turns this server's formation worker formed", formation.formed_total)
+    yield _counter("portamem_formation_fallbacks", "Turns the model was asked about and the rules decided instead",
+                   formation.fallbacks)
+    yield _counter("portamem_formation_refused_decisions", "Reconciler decisions the checks refused",
+                   formation.refused)
+    yield _gauge("portamem_formation_failing", "1 while the formation worker's last round failed",
+                 int(bool(formation.last_error)))
 
 
 def model_metrics(snapshot: dict[str, Any] | None) -> Iterator[Metric]:
