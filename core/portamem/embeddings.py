@@ -283,6 +283,11 @@ class QueryCache:
             return self._compute(key, text, None)
         return self._compute(key, text, key)
 
+    def clear(self) -> None:
+        """Drop every cached query (an erased user's questions leave with them)."""
+        with self._lock:
+            self._cache.clear()
+
     def _lookup(self, key: tuple[str, str]) -> np.ndarray | None:
         found = self._cache.get(key)
         if found is not None:

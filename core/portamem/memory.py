@@ -29,6 +29,8 @@ from .embeddings import Embedder, PassageBatcher, QueryCache, get_embedder
 from .errors import IndexingTimeoutError, NotFoundError, StoreError, ValidationError
 from .filters import SearchFilters
 from .lifecycle.audit import AuditFinding, audit_scan
+from .lifecycle import erasure
+from .lifecycle.erasure import Erasure
 from .lifecycle.explain import Explanation
 from .lifecycle.explain import explain as explain_record
 from .lifecycle.forgetting import holders, purge, restore, soft_delete
@@ -42,6 +44,7 @@ from .portable.keys import Namespace, get_keyed, list_keyed
 from .portable.transfer import export_jsonl, import_jsonl
 from .read.calibration import calibration_for, measured_calibration
 from .read.candidates import SOURCES
+from .read.preload import TASKS
 from .read.replica import VectorReader
 from .read.search import Retriever, Search
 from .read.trace import TraceEntry
@@ -723,6 +726,25 @@ class Memory:
         self._check_open()
         return self.store.user_ids(self._tenant(tenant_id))
 
+    def erase_user(self, *, user_id: str, tenant_id: str | None = None) -> Erasure:
+        """Erase everything of one user in a tenant now, with no grace period and no undo: every tier,
+        the keyword, entity and vector indexes, the replica and caches, the working windows, open
+        preloads, logs and sealed originals; one audit row without content remains
+        (``portamem.lifecycle.erasure``). An administrative call: the server asks an ``admin`` key."""
+        self._check_open()
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        self.indexer.flush(self.settings.index_wait_s)  # a batch in the indexer's hands would come back
+        self.cold_loader.flush()
+        self.retrieval_log.flush()
+        with self._lock:
+            done = erasure.erase_user(self.parts, tenant_id, user_id, actor=current_actor.get())
+            self.vectors.drop_user(tenant_id, user_id)
+        self.index.flush()  # the deletes applied and sealed, not only noted
+        self._queries.clear()
+        TASKS.drop_user(self, tenant_id, user_id)
+        return done
+
     # ------------------------------------------------------------------ async twins
     asave_memory = _async_twin(save_memory)
     asave_memories = _async_twin(save_memories)
@@ -749,3 +771,4 @@ class Memory:
     aforget_by_key = _async_twin(forget_by_key)
     alist_keyed = _async_twin(list_keyed)
     aarchive_turns = _async_twin(archive_turns)
+    aerase_user = _async_twin(erase_user)

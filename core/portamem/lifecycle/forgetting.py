@@ -13,7 +13,7 @@ from ..background.upkeep import index_now
 from ..components import Components
 from ..filters import SearchFilters
 from ..records import MemoryRecord, Status, utcnow
-from ..storage.erasure import cold_deleted, scrub_audit
+from ..storage.erasure import cold_deleted, prune_cache, scrub_audit
 
 __all__ = ["soft_delete", "restore", "purge", "holders"]
 
@@ -81,6 +81,7 @@ def purge(parts: Components, tenant_id: str, cutoff: float) -> int:
     with parts.store.transaction() as conn:
         n = parts.store.purge(conn, ids, tenant_id=tenant_id)
         scrub_audit(conn, tenant_id, sorted({u for _, u in victims}), ids)
+        prune_cache(parts.store, conn, tenant_id, [u for _, u in victims])
         parts.store.audit_many(
             conn,
             [{"action": "purge", "tenant_id": tenant_id, "user_id": u, "memory_id": m} for m, u in victims],

@@ -101,6 +101,17 @@ class Tasks:
             tasks.move_to_end(session)
             return task.task, list(task.hits)
 
+    def drop_user(self, memory: object, tenant_id: str, user_id: str) -> None:
+        """Close every open task of one user (an erased user; ``recall`` keys a task by (tenant or None,
+        user, session, agent))."""
+        with self._lock:
+            tasks = self._by_memory.get(memory)
+            if tasks is None:
+                return
+            for key in [k for k in tasks if isinstance(k, tuple) and len(k) > 1 and k[1] == user_id
+                        and k[0] in (tenant_id, None)]:
+                del tasks[key]
+
     def close(self, memory: object, session: Hashable) -> None:
         with self._lock:
             tasks = self._by_memory.get(memory)

@@ -99,6 +99,7 @@ class UserVectors:
                 i = self.pos.pop(m, None)
                 if i is not None and self.alive[i]:
                     self.alive[i] = False
+                    self.mat[i] = 0.0  # a forgotten memory's vector leaves memory now, not at the next compaction
                     self.ids[i] = None
                     self.dead += 1
             if self.dead > 64 and self.dead * 4 > self.n:
@@ -222,6 +223,19 @@ class VectorReader:
                 _, old = self._users.popitem(last=False)
                 self._used -= old.nbytes
             return uv
+
+    def drop_user(self, tenant_id: str, user_id: str) -> None:
+        """Unload one user whatever they hold (an erased user: ``portamem.lifecycle.erasure``)."""
+        with self._lock:
+            uv = self._users.pop((tenant_id, user_id), None)
+            self._too_big.pop((tenant_id, user_id), None)
+            if uv is not None:
+                self._used -= uv.nbytes
+
+    def loaded_ids(self, tenant_id: str, user_id: str) -> set[str]:
+        """The ids whose vectors the replica holds for one user (none when the user is not loaded)."""
+        uv = self._users.get((tenant_id, user_id))
+        return set() if uv is None else set(uv.pos)
 
     def resident_users(self) -> int:
         return len(self._users)

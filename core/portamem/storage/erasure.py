@@ -23,7 +23,7 @@ from .termcache import TermCache
 if TYPE_CHECKING:
     from .sql import RecordStore
 
-__all__ = ["user_tables", "erase_rows", "user_memory_ids", "cold_deleted", "scrub_audit", "AUDIT_TEXT_KEYS"]
+__all__ = ["user_tables", "erase_rows", "user_memory_ids", "cold_deleted", "scrub_audit", "prune_cache", "AUDIT_TEXT_KEYS"]
 
 #: keys of an audit row's detail that quote a memory's text (an update's previous text, a
 #: supersession's newer text): emptied once the memory they quote is purged
@@ -55,9 +55,12 @@ def erase_rows(store: RecordStore, conn: Connection, tenant_id: str, user_id: st
 
 
 def user_memory_ids(conn: Connection, tenant_id: str, user_id: str) -> list[str]:
-    """The ids of every row of the user in the record store's tables (any status; not the archive)."""
-    c = memories.c
-    return [r[0] for r in conn.execute(sa.select(c.memory_id).where(c.tenant_id == tenant_id, c.user_id == user_id))]
+    """The ids of every memory of the user, in the record store's tables (any status) and the archive."""
+    out: list[str] = []
+    for c in (memories.c, cold_t.c):
+        out += [r[0] for r in conn.execute(sa.select(c.memory_id).where(c.tenant_id == tenant_id,
+                                                                        c.user_id == user_id))]
+    return out
 
 
 def scrub_audit(conn: Connection, tenant_id: str, user_ids: Sequence[str], memory_ids: Sequence[str]) -> int:
@@ -102,3 +105,11 @@ def cold_deleted(conn: Connection, tenant_id: str, cutoff: float) -> list[tuple[
         if when is None or when.timestamp() <= cutoff:
             out.append((memory_id, user_id))
     return out
+
+
+def prune_cache(store: RecordStore, conn: Connection, tenant_id: str, user_ids: Sequence[str]) -> None:
+    """After a purge in ``conn``'s transaction: the keyword cache drops the users' terms no record holds
+    at the commit (``TermCache``: a search's empty answer keeps the word it asked for)."""
+    if store.keywords.cache is not None:
+        for user_id in sorted(set(user_ids)):
+            TermCache.note(conn, ("prune", tenant_id, user_id))

@@ -138,6 +138,8 @@ class TermCache:
                     self._empty()
                 elif kind == "erase":
                     self._erase(*args)
+                elif kind == "prune":
+                    self._prune(*args)
                 elif kind == "add":
                     self._apply_add(*args)
                 else:
@@ -151,6 +153,12 @@ class TermCache:
         """Drop everything cached of one user (an erased user: ``portamem.storage.erasure``)."""
         self._users.pop((tenant_id, user_id), None)
         for key in [k for k in self._terms if k[0] == tenant_id and k[1] == user_id]:
+            self._bytes -= self._terms.pop(key).nbytes
+
+    def _prune(self, tenant_id: str, user_id: str) -> None:
+        """Drop a user's cached terms no record holds (words searched for, kept as "none"): after a purge
+        the words of what was purged are not kept even as a search's empty answer."""
+        for key in [k for k, p in self._terms.items() if k[0] == tenant_id and k[1] == user_id and not len(p.pk)]:
             self._bytes -= self._terms.pop(key).nbytes
 
     def cached_terms(self, tenant_id: str, user_id: str) -> list[str]:
