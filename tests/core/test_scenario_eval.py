@@ -95,6 +95,30 @@ def test_the_held_out_conversations_are_phrased_unlike_the_halves(suite: dict[st
     assert not {s.id for s in held} & {s.id for s in seen}
 
 
+def test_the_dev_oracle_states_every_statement_turn_and_every_answer_a_user_gave(
+        suite: dict[str, list[Scenario]]) -> None:
+    """``dev.oracle.jsonl`` holds what a perfect extractor writes for each stating turn of the dev half
+    (written by hand: the user's words, one self-contained sentence each): exactly one entry per
+    statement or update turn, none for questions, requests and filler, and every answer the user gave
+    (not a tool) is in a statement of its conversation, so statements fed through the reconciler can
+    answer every such question."""
+    from importlib import resources
+
+    text = resources.files("portamem.scenarios").joinpath("dev.oracle.jsonl").read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    oracle = {(r["conversation"], r["session"], r["turn"]): r["statements"] for r in rows}
+    assert len(oracle) == len(rows)
+    assert all(isinstance(v, list) and v and all(isinstance(x, str) and x.strip() for x in v) for v in oracle.values())
+    stating = {(s.id, session.id, i) for s in suite["dev"] for session in s.sessions
+               for i, t in enumerate(session.turns) if {"statement", "update"} & set(t.acts)}
+    assert set(oracle) == stating
+    for s in suite["dev"]:
+        said = [x for (conv, _, _), v in oracle.items() if conv == s.id for x in v]
+        for q in s.questions:
+            if not q.unstored and "tool" not in q.tags:
+                assert any(holds(x, q.answer) for x in said), (s.id, q.question)
+
+
 def test_every_question_is_answerable_from_its_conversation(suite: dict[str, list[Scenario]]) -> None:
     """Some surface form of each current and stale value, and each evidence substring, is in a turn
     (the other forms stand for how a memory may restate it); sessions are days apart and the
