@@ -30,6 +30,7 @@ except ImportError:  # without the `server` extra RemoteMemory says which extra 
 from .config import Settings
 from .errors import FrameworkNotInstalledError, PermissionDeniedError, StoreError, ValidationError
 from .filters import SearchFilters
+from .lifecycle.erasure import Erasure
 from .messages import Message
 from .portable import wire
 from .read.prompt import format_memories
@@ -423,6 +424,14 @@ class RemoteMemory:
         self._tenant(tenant_id)
         return _Call("GET", "/v1/users", decode=lambda b: list(b["users"]))
 
+    def _erase_user(self, *, user_id: str, tenant_id: str | None = None) -> _Call:
+        """Erase everything of one user now, with no grace period and no undo (a read-write key with the
+        ``admin`` scope); one audit row without content remains (``Memory.erase_user``)."""
+        self._tenant(tenant_id)
+        return _Call("POST", "/v1/users/erase", {"user_id": user_id},
+                     decode=lambda b: Erasure(str(b["tenant_id"]), str(b["user_id"]), int(b["memories"]),
+                                              {str(k): int(v) for k, v in b["rows"].items()}))
+
     # ------------------------------------------------------------------ working window
     def _add_turn(self, user: str, assistant: str, *, user_id: str, session_id: str = "default",
                   metadata: Mapping[str, Any] | None = None, tenant_id: str | None = None,
@@ -527,6 +536,7 @@ class RemoteMemory:
     forget_by_key, aforget_by_key = _twins(_forget_by_key)
     list_keyed, alist_keyed = _twins(_list_keyed)
     user_ids, auser_ids = _twins(_user_ids)
+    erase_user, aerase_user = _twins(_erase_user)
     maintain, amaintain = _twins(_maintain)
     purge_deleted, apurge_deleted = _twins(_purge_deleted)
     reindex, areindex = _twins(_reindex)

@@ -459,6 +459,18 @@ def create_app(state: ServerState) -> FastAPI:
         return {"users": await read(who, "read.users", lambda user_id: mem.user_ids(tenant_id=who.tenant_id),
                                     user_id=None)}
 
+    @app.post("/v1/users/erase", tags=["tenant"])
+    async def erase_user(body: s.UserRequest, who: Who) -> dict[str, Any]:
+        """Erase everything of one user of the key's tenant now, with no grace period and no undo
+        (``Memory.erase_user``): a read-write key with the ``admin`` scope. One audit row without content
+        remains; answers what went (memories, rows per table)."""
+        who.check_scope("admin", "erasing a user")
+        who.check_write()
+        who.check_user(body.user_id)
+        done = await write(who, lambda: mem.erase_user(user_id=body.user_id, tenant_id=who.tenant_id),
+                           user_id=body.user_id)
+        return done.to_dict()
+
     # ------------------------------------------------------------------ working window
     @app.post("/v1/turns", tags=["window"])
     async def add_turn(body: s.TurnRequest, who: Who) -> dict[str, Any]:
