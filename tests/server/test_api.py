@@ -105,8 +105,11 @@ def test_typed_errors_come_back_as_the_same_class(remote: RemoteMemory, server: 
     r = httpx.post(server.url + "/v1/memories", headers={"Authorization": f"Bearer {tenant_key}"},
                    content=b"{not json", timeout=30)
     assert r.status_code == 422 and set(r.json()["error"]) == {"type", "message"}
-    r = httpx.get(server.url + "/v1/no-such-route", timeout=30)
+    r = httpx.get(server.url + "/v1/no-such-route", headers={"Authorization": f"Bearer {tenant_key}"}, timeout=30)
     assert r.status_code == 404 and r.json()["error"]["type"] == "NotFoundError"
+    # without a key every route but the public ones is answered 401 first: which routes exist is not told
+    r = httpx.get(server.url + "/v1/no-such-route", timeout=30)
+    assert r.status_code == 401 and r.json()["error"]["type"] == "AuthenticationError"
 
 
 async def test_async_twins(remote: RemoteMemory, user: str) -> None:
