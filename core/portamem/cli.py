@@ -265,6 +265,29 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_erase_user(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", required=True, help="the user whose memories, windows and logs are erased")
+    p.add_argument("--yes", action="store_true", help="confirm: there is no grace period and no undo")
+    p.add_argument("--json", action="store_true")
+
+
+def cmd_erase_user(args: argparse.Namespace) -> int:
+    """Erase everything of one user in the tenant now: every tier, the indexes, caches, working windows,
+    logs and sealed originals; one audit row without content remains. Through a server it needs a
+    read-write key with the admin scope."""
+    if not args.yes:
+        print(f"portamem: erasing user {args.user!r} cannot be undone; run again with --yes", file=sys.stderr)
+        return 2
+    with _open(args) as mem:
+        done = mem.erase_user(user_id=args.user)
+    if args.json:
+        print(json.dumps(done.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(f"erased user {done.user_id!r} of tenant {done.tenant_id!r}: {done.memories} memories, "
+              f"{sum(done.rows.values())} rows")
+    return 0
+
+
 def _no_args(p: argparse.ArgumentParser) -> None:
     return None
 
@@ -304,6 +327,7 @@ COMMANDS: list[Command] = [
     ("import", "read a JSON-lines export back", _add_import, cmd_import),
     ("reindex", "rebuild the vector index from the records", _no_args, cmd_reindex),
     ("maintain", "evict decayed memories, purge after grace, consolidate", _add_maintain, cmd_maintain),
+    ("erase-user", "erase everything of one user now (no grace period, no undo)", _add_erase_user, cmd_erase_user),
     ("audit", "list memories whose weight rose sharply, low-trust and pending ones", _add_audit, cmd_audit),
     ("confirm", "activate a pending memory after review", _add_memory, cmd_confirm),
     ("reveal", "print a redacted memory's original (needs the vault private key)", _add_reveal, cmd_reveal),

@@ -182,3 +182,18 @@ def test_erasing_a_user_leaves_one_audit_row_without_content(placed: tuple[Memor
     # the user can start again from nothing
     mem.save_memory("I moved to Porto.", user_id="dana", wait=True)
     assert [h.content for h in mem.search_memory("Porto", user_id="dana")] == ["I moved to Porto."]
+
+
+def test_the_cli_erases_a_user_of_a_store(settings: Settings, embedder: Embedder,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from portamem.cli import main
+
+    with Memory(settings=settings, embedder=embedder) as mem:
+        mem.save_memory(HOT, user_id="dana", wait=True)
+        mem.save_memory(KEPT, user_id="eve", wait=True)
+    if settings.db_url is not None:  # the CLI opens the store by path; a server backend is the server tests' part
+        return
+    assert main(["--path", settings.path, "erase-user", "--user", "dana", "--yes"]) == 0
+    assert "1 memories" in capsys.readouterr().out
+    with Memory(settings=settings, embedder=embedder) as mem:
+        assert mem.user_ids() == ["eve"] and not _found_in_tables(mem, ["quokkafeather"])

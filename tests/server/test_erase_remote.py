@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -59,3 +63,20 @@ def test_other_keys_cannot_erase(server: ServerProcess, scope: dict) -> None:
 def test_no_key_no_erasure(server: ServerProcess) -> None:
     answer = httpx.post(f"{server.url}/v1/users/erase", json={"user_id": "dana"})
     assert answer.status_code == 401 and answer.json()["error"]["type"] == AuthenticationError.__name__
+
+
+def test_the_cli_erases_through_the_server_and_asks_for_yes(server: ServerProcess) -> None:
+    key = mint_key(server.db_url, "erase-cli", scopes=["admin"])
+    with RemoteMemory(server.url, key) as mem:
+        rec = mem.save_memory("My bike lock word is quokkafeather.", user_id="dana", wait=True)
+        env = {**os.environ, "PORTAMEM_API_KEY": key}
+        run = [sys.executable, "-m", "portamem", "--url", server.url, "erase-user", "--user", "dana"]
+        refused = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300, check=False)
+        assert refused.returncode == 2 and "--yes" in refused.stderr
+        assert mem.get_memory(rec.memory_id, user_id="dana").content == rec.content
+        done = subprocess.run([*run, "--yes", "--json"], capture_output=True, text=True, env=env, timeout=300,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["memories"] == 1
+        with pytest.raises(NotFoundError):
+            mem.get_memory(rec.memory_id, user_id="dana")
