@@ -161,7 +161,7 @@ def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Writ
         return who, sid or "", row
 
     def keyless() -> bool:
-        """Whether the server takes requests without a key (loopback, no key made yet)."""
+        """Whether the server takes requests without a key (started ``--keyless``, loopback only)."""
         return bool(state.open_access and state.keyless)
 
     def frame(who: Principal, row: _Session, params: dict[str, str]) -> dict[str, Any]:
