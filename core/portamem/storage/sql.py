@@ -267,8 +267,9 @@ class RecordStore:
         one compressed JSON document each (with ``tier`` cold), the vector beside it."""
         if not records:
             return
-        if any(r.status is Status.DELETED for r in records):  # a deletion waits for its purge in ``memories``
-            raise StoreError(f"forgotten memories cannot be archived: {[r.memory_id for r in records if r.status is Status.DELETED]}")
+        forgotten = [r.memory_id for r in records if r.status is Status.DELETED]
+        if forgotten:  # a deletion waits for its purge in ``memories``
+            raise StoreError(f"forgotten memories cannot be archived: {forgotten}")
         conn.execute(cold_t.insert(), [{
             "memory_id": r.memory_id, "tenant_id": r.tenant_id, "user_id": r.user_id,
             "created_at": ts_of(r.created_at), "archived_at": archived_at,
