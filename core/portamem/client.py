@@ -302,8 +302,8 @@ class RemoteMemory:
                 entries = [wire.load_trace(e) for e in answer.get("trace", [])]
                 if trace is not None:
                     trace.extend(entries)
-                if debug:
-                    print(explain_search(query, entries, format_memories(hits)),
+                if debug:  # the query as the server redacted it: a printed table ends up in logs
+                    print(explain_search(str(answer.get("query", "")), entries, format_memories(hits)),
                           file=sys.stderr if debug is True else debug)
             return hits
 

@@ -136,5 +136,8 @@ class Search:
                         touch=touch, now=now)
         if debug:
             assert trace is not None
-            print(explain(query, trace, format_memories(hits)), file=sys.stderr if debug is True else debug)
+            # printed, the table ends up in logs: its query is redacted as the retrieval log keeps it
+            shown_query, _ = self.parts.hooks.redact(
+                query, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s))
+            print(explain(shown_query, trace, format_memories(hits)), file=sys.stderr if debug is True else debug)
         return hits

@@ -45,7 +45,7 @@ from ..errors import (
 from ..filters import SearchFilters
 from ..messages import Message, archive_messages
 from ..portable import wire
-from ..write.privacy import sealed_original
+from ..write.privacy import redacted_text, sealed_original
 from ..write.requests import MemoryDraft, TurnRequest
 from . import schemas as s
 from .auth import Principal
@@ -308,6 +308,9 @@ def create_app(state: ServerState) -> FastAPI:
         out: dict[str, Any] = {"hits": [wire.dump_hit(h) for h in hits]}
         if trace is not None:
             out["trace"] = [wire.dump_trace(e) for e in trace]
+            # the query the caller's candidate table prints (and its logs keep): redacted, as the retrieval log has it
+            out["query"] = redacted_text(mem.hooks, mem.settings, body.query, tenant_id=who.tenant_id,
+                                         user_id=body.user_id)
         return out
 
     @app.post("/v1/memories/list", tags=["memories"])

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
+from ..config import Settings
 from ..errors import VaultError
 from ..pipeline import Redaction, WriteContext
 from ..plugins import Hooks
 from ..records import REDACTIONS_KEY, VAULT_KEY, MemoryRecord, Turn
 from ..vault import Vault, open_sealed
 
-__all__ = ["redact_record", "redact_value", "redact_turn", "reveal", "sealed_original", "VAULT_KEY"]
+__all__ = ["redact_record", "redact_value", "redact_turn", "redacted_text", "reveal", "sealed_original", "VAULT_KEY"]
 
 #: ``VAULT_KEY`` (``portamem.records``): metadata key of the sealed original (``Memory.reveal_memory`` opens it)
 
@@ -41,6 +43,40 @@ def redact_value(hooks: Hooks, value: Any, ctx: WriteContext, spans: list[Redact
     return value
 
 
+def redacted_text(hooks: Hooks, settings: Settings, text: str, *, tenant_id: str, user_id: str) -> str:
+    """``text`` with its PII replaced, as the retrieval log keeps a query: for what is printed or sent back
+    for debugging (a search's candidate table), which ends up in logs."""
+    return hooks.redact(text, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=settings))[0]
+
+
+def _found_in(hooks: Hooks, ctx: WriteContext, *texts: str) -> list[tuple[re.Pattern[str], str]]:
+    """The PII the redactors find in these texts, each as a pattern of its original and its placeholder,
+    longest first."""
+    found: dict[str, str] = {}
+    for text in texts:
+        for r in hooks.redact(text, ctx)[1]:
+            if len(text[r.start:r.end].strip()) >= 4:
+                found[text[r.start:r.end].strip()] = r.label()
+    return [(re.compile(re.escape(k), re.I), v) for k, v in sorted(found.items(), key=lambda kv: -len(kv[0]))]
+
+
+def _scrub(value: Any, known: list[tuple[re.Pattern[str], str]]) -> Any:
+    """``value`` with each PII original found in the record's text replaced wherever else it is quoted: a
+    passport number is recognised by the words before it, so a trigger reason or an entity that names it
+    alone ("entities: X1234567") would not be redacted on its own."""
+    if not known:
+        return value
+    if isinstance(value, str):
+        for pattern, label in known:
+            value = pattern.sub(label, value)
+        return value
+    if isinstance(value, list):
+        return [_scrub(v, known) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k, known) if isinstance(k, str) else k: _scrub(v, known) for k, v in value.items()}
+    return value
+
+
 def redact_record(hooks: Hooks, record: MemoryRecord, ctx: WriteContext, vault: Vault | None = None) -> list[Redaction]:
     """Redact in place. Metadata counts too: trigger reasons and compressed turns quote the user.
 
@@ -49,11 +85,12 @@ def redact_record(hooks: Hooks, record: MemoryRecord, ctx: WriteContext, vault: 
     original = {"content": record.content, "summary": record.summary, "entities": list(record.entities),
                 "metadata": copy.deepcopy(record.metadata)}
     spans: list[Redaction] = []
+    known = _found_in(hooks, ctx, record.content, record.summary or "")
     record.content = redact_value(hooks, record.content, ctx, spans)
     if record.summary:
         record.summary = redact_value(hooks, record.summary, ctx, spans)
-    record.metadata = redact_value(hooks, record.metadata, ctx, spans)
-    record.entities = list(dict.fromkeys(redact_value(hooks, list(record.entities), ctx, spans)))
+    record.metadata = _scrub(redact_value(hooks, record.metadata, ctx, spans), known)
+    record.entities = list(dict.fromkeys(_scrub(redact_value(hooks, list(record.entities), ctx, spans), known)))
     if spans:
         record.metadata[REDACTIONS_KEY] = sorted({r.kind for r in spans})
         if vault is not None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -57,37 +58,61 @@ def capture_drafts(
         return []
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=parts.settings,
                        session_id=session_id, source=Source.USER, explicit=False)
-    extraction = parts.hooks.extract(turn.user, ctx)
+    user, unmask = _masked(parts, turn.user, ctx)
+    extraction = parts.hooks.extract(user, ctx)
     statements = extraction.statements if extraction is not None else []
     said = [s for s, act in extraction.utterances if act == "statement"] \
-        if extraction is not None and extraction.utterances else [turn.user.strip()]
-    explicit = any(v.explicit for _, v in parts.hooks.trigger_votes(turn.user, ctx) if v.remember)
+        if extraction is not None and extraction.utterances else [user.strip()]
+    explicit = any(v.explicit for _, v in parts.hooks.trigger_votes(user, ctx) if v.remember)
     out: list[tuple[MemoryDraft, bool]] = []
     by_clause: dict[str, list[Statement]] = {}
     for st in statements:
-        by_clause.setdefault(st.text or turn.user.strip(), []).append(st)
+        by_clause.setdefault(st.text or user.strip(), []).append(st)
     for clause, group in by_clause.items():
         kinds = {st.kind for st in group}
         kind = next((k for k in ("identity", "preference", "fact") if k in kinds), "fact")
         out.append((MemoryDraft(
-            content=clause[: parts.settings.max_content_chars], type=MemoryType.SEMANTIC, kind=kind,
+            content=unmask(clause)[: parts.settings.max_content_chars], type=MemoryType.SEMANTIC, kind=kind,
             session_id=session_id, created_at=turn.created_at,
-            metadata={"trigger": "states " + ", ".join(_named(st) for st in group)},
+            metadata={"trigger": unmask("states " + ", ".join(_named(st) for st in group))},
         ), explicit))
     rest = " ".join(s for s in said if not any(same_passage(clause, s) for clause in by_clause))
     best = _voted(parts, rest, ctx) if rest.strip() else None
     if best is not None:
         lasting = explicit or best.kind in LASTING_KINDS or best.strength >= LASTING_STRENGTH
         out.append((MemoryDraft(
-            content=rest.strip()[: parts.settings.max_content_chars],
+            content=unmask(rest.strip())[: parts.settings.max_content_chars],
             type=best.type if lasting else MemoryType.WORKING,
             kind=best.kind if best.kind in parts.settings.half_lives else None,
             session_id=session_id,
             created_at=turn.created_at,
             half_life_days=None if lasting else parts.settings.half_lives["task"],
-            metadata={"trigger": best.reason, **({} if lasting else {"promote_to": best.type.value})},
+            metadata={"trigger": unmask(best.reason), **({} if lasting else {"promote_to": best.type.value})},
         ), explicit))
     return out
+
+
+def _masked(parts: Components, text: str, ctx: WriteContext) -> tuple[str, Callable[[str], str]]:
+    """``text`` with each PII span the redactors find in the whole message stood in for by a token no
+    sentence or clause splitter cuts, and the function that puts the originals back. Split first, an
+    e-mail's dots or the full stop of "passport no." would end a sentence, and each piece, PII no more
+    to the redactor, would be kept as said; masked, each captured clause holds its span whole, and the
+    write path redacts it (and seals the original) whole."""
+    _, spans = parts.hooks.redact(text, ctx)
+    if not spans:
+        return text, lambda s: s
+    originals: dict[str, str] = {}
+    out = text
+    for i, r in reversed(list(enumerate(spans))):
+        token = f"[{re.sub(r'[^A-Za-z]', '', r.kind).upper() or 'PII'}{i}]"
+        originals[token.lower()] = text[r.start:r.end]
+        out = out[: r.start] + token + out[r.end:]
+    found = re.compile("|".join(rf"\[?{re.escape(t[1:-1])}\]?(?![0-9])" for t in originals), re.I)
+
+    def unmask(s: str) -> str:
+        return found.sub(lambda m: originals.get(f"[{m.group(0).strip('[]').lower()}]", m.group(0)), s)
+
+    return out, unmask
 
 
 def _voted(parts: Components, text: str, ctx: WriteContext) -> TriggerVote | None:

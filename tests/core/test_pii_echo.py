@@ -1,0 +1,21 @@
+"""What a search prints for debugging ends up in logs: its query is shown redacted, as the retrieval log
+keeps it, and no candidate line quotes the PII a memory held."""
+
+from __future__ import annotations
+
+import io
+
+from portamem import Memory
+
+
+def test_a_debug_search_prints_its_query_redacted(memory: Memory) -> None:
+    memory.save_memory("Email me at dana.smith@example.com", user_id="dana", wait=True)
+    printed = io.StringIO()
+    hits = memory.search_memory("is dana.smith@example.com my e-mail?", user_id="dana", debug=printed)
+    out = printed.getvalue()
+    assert hits and "query: 'is [EMAIL] my e-mail?'" in out and "dana.smith" not in out
+    why = memory.explain(hits[0].memory_id, user_id="dana")
+    assert [r.query for r in why.retrievals] == ["is [EMAIL] my e-mail?"]
+    printed = io.StringIO()
+    memory.search_memory("my passport no. X1234567, where do I renew it?", user_id="dana", debug=printed)
+    assert "query: 'my passport no. [PASSPORT], where do I renew it?'" in printed.getvalue()
