@@ -163,6 +163,7 @@ def test_a_server_refusing_json_schema_is_asked_with_json_object_and_remembered(
     assert ask_json(model, [{"role": "user", "content": "Where?"}], schema=SCHEMA, validate=_value) == {"value": "Paris"}
     assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object"]
     assert server.requests[1]["response_format"]["schema"] == SCHEMA  # llama-cpp-python's json_object + schema
+    assert model.stats.calls == {"ok": 1, "timeout": 0, "http": 0, "error": 0}  # the format probe is no failure
     ask_json(model, [{"role": "user", "content": "Again?"}], schema=SCHEMA, validate=_value)
     assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object", "json_object"]
 
@@ -180,7 +181,7 @@ def test_json_object_without_schema_is_the_last_format_tried(server: Scripted) -
     server.script = lambda b: (401, {"error": "bad key"}, 0.0)
     with pytest.raises(ModelResponseError, match="HTTP 401"):
         model.chat([{"role": "user", "content": "x"}], schema=SCHEMA)
-    assert len(server.requests) == 4
+    assert len(server.requests) == 4 and model.stats.calls["http"] == 1
 
 
 def test_a_server_error_is_retried_and_a_timeout_is_not(server: Scripted) -> None:

@@ -8,7 +8,8 @@ framework adapters hand over). Each counts its calls in a ``ModelStats``.
 A call is bounded in time (``timeout_s``) and a timeout is never retried: a model that took too long
 once takes as long again, and the caller has rules to fall back on. A server error (HTTP 5xx, no
 connection) is retried ``retries`` times; a refusal (HTTP 4xx) is not, except that a server refusing
-``response_format: json_schema`` is asked once with ``json_object`` instead, and the client remembers.
+``response_format: json_schema`` is asked once with ``json_object`` instead, and the client remembers
+(that probe is not counted as a failed call: the request that follows is the call).
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ class OpenAIChatModel:
                     with self._lock:  # this server does not take that format: the next one, from now on
                         self._format = max(self._format, fmt + 1)
                     continue
+                self.stats.record_call("http", refused.elapsed)
                 raise ModelResponseError(f"the model server refused the request: HTTP {refused.status}: "
                                          f"{refused.text[:300]}") from None
             except ModelUnavailableError:
@@ -150,11 +152,11 @@ class OpenAIChatModel:
         elapsed = time.monotonic() - start
         status = response.status_code
         if status >= 400:
-            self.stats.record_call("http", elapsed)
             text = raw.decode("utf-8", "replace")
             if status == 429 or (status >= 500 and not any(w in text for w in _FORMAT_WORDS)):
+                self.stats.record_call("http", elapsed)
                 raise ModelUnavailableError(f"the model server at {self.base_url} answered HTTP {status}: {text[:200]}")
-            raise _Refused(status, text)
+            raise _Refused(status, text, elapsed)  # counted by ``chat`` unless it only refused the format
         try:
             data = json.loads(raw)
             text = data["choices"][0]["message"]["content"]
@@ -172,10 +174,11 @@ class OpenAIChatModel:
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, text: str) -> None:
+    def __init__(self, status: int, text: str, elapsed: float) -> None:
         super().__init__(status)
         self.status = status
         self.text = text
+        self.elapsed = elapsed
 
 
 def _int(value: Any) -> int | None:
