@@ -176,6 +176,7 @@ class Memory:
         try:
             self.cold_loader.stop()
             self.formation.stop()  # what it has not formed stays queued for the next open
+            getattr(self.formation.model, "close", lambda: None)()  # the model client's connections
             self.indexer.stop()
             self.retrieval_log.flush()
         finally:

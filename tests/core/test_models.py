@@ -284,3 +284,16 @@ def test_the_plugins_send_their_schema_and_take_a_fenced_answer(server: Scripted
     item = schema["properties"]["statements"]["items"]
     assert set(item["required"]) == set(item["properties"]) and item["additionalProperties"] is False
     json.dumps(schema)
+
+
+def test_a_memory_with_a_model_configured_shows_its_counters_and_closes_its_client(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from portamem import Memory
+
+    settings = Settings(path=str(tmp_path / "s"), llm_url="http://127.0.0.1:9/v1", llm_model="m")
+    with Memory(settings=settings, embedder=embedder) as mem:
+        model = mem.formation.model
+        assert isinstance(model, OpenAIChatModel)
+        assert mem.stats().model == model.stats.snapshot() and mem.stats().model["calls"] == 0
+    assert model._client.is_closed
+    with Memory(settings=Settings(path=str(tmp_path / "t")), embedder=embedder) as mem:
+        assert mem.stats().model is None
