@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 
-from portamem import Memory
+import pytest
+
+from portamem import Memory, ValidationError
 
 
 def test_a_debug_search_prints_its_query_redacted(memory: Memory) -> None:
@@ -19,3 +21,15 @@ def test_a_debug_search_prints_its_query_redacted(memory: Memory) -> None:
     printed = io.StringIO()
     memory.search_memory("my passport no. X1234567, where do I renew it?", user_id="dana", debug=printed)
     assert "query: 'my passport no. [PASSPORT], where do I renew it?'" in printed.getvalue()
+
+
+def test_a_key_holding_pii_is_refused_as_session_ids_are(memory: Memory) -> None:
+    # a key is an id: it is stored, exported and answered by every read that lists the memory, and cannot
+    # be redacted (two e-mail keys would become one memory)
+    with pytest.raises(ValidationError, match="key holds personal data"):
+        memory.save_memory("Dana's contact card.", user_id="dana", key="dana.smith@example.com")
+    with pytest.raises(ValidationError, match="key_namespace holds personal data"):
+        memory.save_memory("Dana's contact card.", user_id="dana", key="card", key_namespace=("contacts", "13812345678"))
+    assert memory.list_memories(user_id="dana") == []
+    kept = memory.save_memory("Dana's contact card.", user_id="dana", key="card-7", key_namespace=("contacts",))
+    assert (kept.key_namespace, kept.key) == ("contacts", "card-7")

@@ -29,8 +29,9 @@ def checked_drafts(parts: Components, drafts: Any, user_id: Any,
     tenant_id = check.check_tenant(parts.settings, tenant_id, parts.tenant_id)
     items = [check.check_draft(parts.settings, d) for d in as_drafts(drafts)]
     for d in items:
-        check.check_opaque_ids(parts.hooks, parts.settings, tenant_id, user_id,
-                               session_id=d.session_id, agent_id=d.agent_id)
+        check.check_opaque_ids(parts.hooks, parts.settings, tenant_id, user_id, session_id=d.session_id,
+                               agent_id=d.agent_id, key=d.key,
+                               key_namespace=None if d.key is None else d.key_namespace)
     return user_id, tenant_id, items
 
 

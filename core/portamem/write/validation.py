@@ -436,14 +436,18 @@ def check_texts(name: str, value: Any) -> list[str]:
 
 
 def check_opaque_ids(hooks: Hooks, settings: Settings, tenant_id: str, user_id: str, *,
-                     session_id: str | None = None, agent_id: str | None = None) -> None:
-    """Refuse a session or agent id that holds personal data (a phone number, an e-mail address).
+                     session_id: str | None = None, agent_id: str | None = None, key: str | None = None,
+                     key_namespace: str | None = None) -> None:
+    """Refuse a session or agent id, or a memory's key or key namespace, that holds personal data (a
+    phone number, an e-mail address).
 
     Such ids are stored, exported and grouped on as they are, so they cannot be redacted (two phone
-    numbers would become one session): the caller is asked for an opaque id instead.
+    numbers would become one session, two e-mail keys one memory), and every read that lists the memory
+    would answer them: the caller is asked for an opaque id instead.
     """
     ctx = WriteContext(tenant_id=tenant_id, user_id=user_id, settings=settings)
-    for name, value in (("session_id", session_id), ("agent_id", agent_id)):
+    for name, value in (("session_id", session_id), ("agent_id", agent_id), ("key", key),
+                        ("key_namespace", key_namespace)):
         if value is None:
             continue
         _, spans = hooks.redact(value, ctx)
