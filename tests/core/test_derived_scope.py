@@ -142,3 +142,14 @@ def test_consolidation_over_capacity_keeps_each_scope(tmp_path, backend, embedde
         assert memory.get_memory(shared.memory_id, user_id="u").status is Status.ACTIVE
         assert [h.record.agent_id for h in memory.search_memory("Which train does Dana take?", user_id="u",
                                                                 filters={"agent_id": "support"})] == [None]
+
+
+def test_a_private_repeat_never_confirms_a_shared_pending_memory(memory: Memory) -> None:
+    tip = "Travel tip: the Oslo airport train leaves every ten minutes."
+    shared = memory.save_memory(tip, user_id="u", source="web", session_id="s1", wait=True)
+    assert shared.status is Status.PENDING
+    private = memory.save_memory(tip, user_id="u", source="web", session_id="s2", agent_id="sales", wait=True)
+    assert private.memory_id != shared.memory_id and private.agent_id == "sales"
+    assert memory.get_memory(shared.memory_id, user_id="u").status is Status.PENDING  # not the shared layer's word
+    memory.save_memory(tip, user_id="u", source="web", session_id="s3", wait=True)  # an independent shared sighting
+    assert memory.get_memory(shared.memory_id, user_id="u").status is Status.ACTIVE

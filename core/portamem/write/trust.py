@@ -44,7 +44,7 @@ from ..errors import ValidationError
 from ..pipeline import GuardVerdict, WriteContext
 from ..records import TRUST_RANK, MemoryRecord, Status, Trust, to_iso, utcnow
 from ..statements import record_cosine, triples_conflict
-from .scope import acts_on
+from .scope import acts_on, may_merge
 
 __all__ = [
     "CONTRADICTION_COSINE",
@@ -116,8 +116,10 @@ def _conflicts(record: MemoryRecord, near: Sequence[tuple[MemoryRecord, float]])
 
 
 def _pending_match(record: MemoryRecord, pending: Sequence[MemoryRecord], threshold: float) -> MemoryRecord | None:
-    for p in pending:  # a repeat confirms (or re-trusts) only a memory of its own scope
-        if "pending" in p.metadata.get("trust", {}) and acts_on(record, p) and is_duplicate(record.content, p.content, record_cosine(record, p),
+    # a repeat confirms (or re-trusts) only a memory of its own scope: it is not stored itself, so a
+    # shared repeat folded into a private pending memory would be gone for every other agent
+    for p in pending:
+        if "pending" in p.metadata.get("trust", {}) and may_merge(record, p) and is_duplicate(record.content, p.content, record_cosine(record, p),
                                                                       threshold):
             return p
     return None
