@@ -8,7 +8,7 @@ says how many rows went, without any content: it keeps the user id, because an e
 trace cannot be shown to have happened (the operator answers "when was this user erased, and by whom?"
 from it), and an id is what the request named, not what the user said.
 
-May import: the data model, ``portamem.components`` and storage.
+May import: the data model, ``portamem.components``, storage and the background path's upkeep.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..background.upkeep import reindex
 from ..components import Components
 from ..duplicates import text_profile
 from ..storage.erasure import erase_rows, user_memory_ids
@@ -53,5 +54,12 @@ def erase_user(parts: Components, tenant_id: str, user_id: str, *, actor: str) -
     if ids:  # a failure here raises: the rows are gone, and the index is reconciled with them on open
         parts.index.delete(ids)
         parts.replica.forget(set(ids))
+        if getattr(parts.index, "lite", False):
+            # milvus-lite keeps deleted rows (their vectors) in its segment files until a compaction it
+            # rarely runs and cannot be asked for: the index is rebuilt from the records, whose cost grows
+            # with the store (the vectors are stored, nothing is embedded again)
+            reindex(parts)
+        else:  # a Milvus server drops deleted rows from its segments at its next compaction: asked for now
+            parts.index.compact()
     text_profile.cache_clear()  # the duplicate check's memo of texts it compared
     return Erasure(tenant_id, user_id, len(ids), {k: v for k, v in rows.items() if v})

@@ -23,7 +23,8 @@ from .termcache import TermCache
 if TYPE_CHECKING:
     from .sql import RecordStore
 
-__all__ = ["user_tables", "erase_rows", "user_memory_ids", "cold_deleted", "scrub_audit", "prune_cache", "AUDIT_TEXT_KEYS"]
+__all__ = ["user_tables", "erase_rows", "user_memory_ids", "cold_deleted", "scrub_audit", "prune_cache",
+           "AUDIT_TEXT_KEYS"]
 
 #: keys of an audit row's detail that quote a memory's text (an update's previous text, a
 #: supersession's newer text): emptied once the memory they quote is purged

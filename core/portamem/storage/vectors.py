@@ -423,6 +423,13 @@ class MilvusVectorIndex:
                 self.client.flush(self.name)
                 self._unflushed = 0
 
+    def compact(self) -> None:
+        """Ask the server to compact the collection: deleted rows leave its segments, not only its searches
+        (an erasure). milvus-lite has no such call: its index is rebuilt instead."""
+        self.drain()
+        with self._lock:
+            self.client.compact(self.name)
+
     def drop(self) -> None:
         with self._noted_cond:
             self._noted.clear()
