@@ -21,6 +21,7 @@ import type {
   ClearContextQuery,
   ContextQuery,
   Draft,
+  Erasure,
   ExportQuery,
   Explanation,
   FlushRequest,
@@ -49,6 +50,7 @@ import type {
   Turn,
   TurnRequest,
   UpdateRequest,
+  UserRequest,
   WhoAmI,
 } from "./types.js";
 
@@ -503,6 +505,15 @@ export class PortamemClient {
   /** The users of the key's tenant that hold memories (a tenant-wide key). */
   async userIds(opts?: RequestOptions): Promise<string[]> {
     return (await this.json<{ users: string[] }>({ method: "GET", path: "/v1/users" }, opts)).users;
+  }
+
+  /**
+   * Erase everything of one user of the key's tenant now, with no grace period and no undo: every tier, the
+   * indexes and caches, the working windows, logs and sealed originals; one audit row without content remains.
+   * Needs a read-write key with the `admin` scope (`PermissionDeniedError` otherwise). Returns what went.
+   */
+  async eraseUser(body: UserRequest, opts?: RequestOptions): Promise<Erasure> {
+    return this.json({ method: "POST", path: "/v1/users/erase", json: { user_id: body.user_id } }, opts);
   }
 
   // ------------------------------------------------------------------ working window

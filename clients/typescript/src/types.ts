@@ -231,6 +231,14 @@ export interface MaintenanceReport {
   tiered: Partial<Record<Tier, string[]>>;
 }
 
+/** What erasing a user removed (`eraseUser`): memories of every tier, and rows per table of the store. */
+export interface Erasure {
+  tenant_id: string;
+  user_id: string;
+  memories: number;
+  rows: Record<string, number>;
+}
+
 /** Active memories in the hot and warm tiers, and archived ones in the cold tier. */
 export type TierCounts = Record<Tier, number>;
 

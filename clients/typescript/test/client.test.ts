@@ -322,6 +322,23 @@ describe("tenant-wide operations", () => {
     assert.equal(await admin.reindex(), 1);
     await admin.flush({ timeout: 120 });
   });
+
+  test("eraseUser erases one user with a read-write admin key and is refused to any other key", async () => {
+    const admin = new PortamemClient({ url: server.url, apiKey: await server.key("erase-tenant", { scopes: ["admin"] }) });
+    const plain = new PortamemClient({ url: server.url, apiKey: await server.key("erase-tenant") });
+    const gone = newUser("erased");
+    const kept = newUser("kept");
+    const saved = await admin.saveMemory({ user_id: gone, content: "My bike lock word is quokkafeather.", wait: true });
+    await admin.saveMemory({ user_id: kept, content: "I love the cellist Hildegunnvar.", wait: true });
+    await assert.rejects(plain.eraseUser({ user_id: gone }), PermissionDeniedError);
+    const done = await admin.eraseUser({ user_id: gone });
+    assert.equal(done.user_id, gone);
+    assert.equal(done.memories, 1);
+    assert.ok((done.rows["memories"] ?? 0) >= 1);
+    await assert.rejects(admin.getMemory(saved.memory_id, { user_id: gone }), NotFoundError);
+    assert.deepEqual(await admin.searchMemory({ user_id: gone, query: "quokkafeather" }), []);
+    assert.deepEqual(await admin.userIds(), [kept]);
+  });
 });
 
 /**

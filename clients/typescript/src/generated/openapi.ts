@@ -454,6 +454,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase User
+         * @description Erase everything of one user of the key's tenant now, with no grace period and no undo
+         *     (``Memory.erase_user``): a read-write key with the ``admin`` scope. One audit row without content
+         *     remains; answers what went (memories, rows per table).
+         */
+        post: operations["erase_user_v1_users_erase_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/turns": {
         parameters: {
             query?: never;
@@ -2212,6 +2234,59 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+        };
+    };
+    erase_user_v1_users_erase_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
