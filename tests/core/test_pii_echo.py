@@ -33,3 +33,12 @@ def test_a_key_holding_pii_is_refused_as_session_ids_are(memory: Memory) -> None
     assert memory.list_memories(user_id="dana") == []
     kept = memory.save_memory("Dana's contact card.", user_id="dana", key="card-7", key_namespace=("contacts",))
     assert (kept.key_namespace, kept.key) == ("contacts", "card-7")
+
+
+def test_pii_found_anywhere_in_a_record_is_redacted_wherever_it_is_quoted(memory: Memory) -> None:
+    # the metadata says it is a passport number; the content and an entity quote it alone
+    rec = memory.save_memory("Renewal form: X1234567, due in May.", user_id="dana", entities=["X1234567"],
+                             metadata={"note": "passport no. X1234567"})
+    stored = memory.get_memory(rec.memory_id, user_id="dana")
+    assert "X1234567" not in repr(stored) and stored.content == "Renewal form: [PASSPORT], due in May."
+    assert stored.metadata["redactions"] == ["passport"]

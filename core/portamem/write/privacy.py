@@ -18,27 +18,31 @@ __all__ = ["redact_record", "redact_value", "redact_turn", "redacted_text", "rev
 #: ``VAULT_KEY`` (``portamem.records``): metadata key of the sealed original (``Memory.reveal_memory`` opens it)
 
 
-def redact_value(hooks: Hooks, value: Any, ctx: WriteContext, spans: list[Redaction]) -> Any:
-    """A copy of a JSON value with every string redacted, keys included; found spans appended.
+def redact_value(hooks: Hooks, value: Any, ctx: WriteContext, spans: list[Redaction],
+                 originals: dict[str, str] | None = None) -> Any:
+    """A copy of a JSON value with every string redacted, keys included; found spans appended, and with
+    ``originals`` each span's text mapped to its placeholder.
 
     Two keys that redact alike ("call 138..." and "call 139...") both stay: the second gets ``#2``.
     """
     if isinstance(value, str):
         out, found = hooks.redact(value, ctx)
         spans.extend(found)
+        if originals is not None:
+            originals.update((value[r.start:r.end].strip(), r.label()) for r in found)
         return out
     if isinstance(value, list):
-        return [redact_value(hooks, v, ctx, spans) for v in value]
+        return [redact_value(hooks, v, ctx, spans, originals) for v in value]
     if isinstance(value, dict):
         out_map: dict[str, Any] = {}
         for k, v in value.items():
-            key = redact_value(hooks, k, ctx, spans) if isinstance(k, str) else k
+            key = redact_value(hooks, k, ctx, spans, originals) if isinstance(k, str) else k
             if key != k and (key in out_map or key in value):
                 n = 2
                 while f"{key}#{n}" in out_map or f"{key}#{n}" in value:
                     n += 1
                 key = f"{key}#{n}"
-            out_map[key] = redact_value(hooks, v, ctx, spans)
+            out_map[key] = redact_value(hooks, v, ctx, spans, originals)
         return out_map
     return value
 
@@ -49,31 +53,26 @@ def redacted_text(hooks: Hooks, settings: Settings, text: str, *, tenant_id: str
     return hooks.redact(text, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=settings))[0]
 
 
-def _found_in(hooks: Hooks, ctx: WriteContext, *texts: str) -> list[tuple[re.Pattern[str], str]]:
-    """The PII the redactors find in these texts, each as a pattern of its original and its placeholder,
-    longest first."""
-    found: dict[str, str] = {}
-    for text in texts:
-        for r in hooks.redact(text, ctx)[1]:
-            if len(text[r.start:r.end].strip()) >= 4:
-                found[text[r.start:r.end].strip()] = r.label()
-    return [(re.compile(re.escape(k), re.I), v) for k, v in sorted(found.items(), key=lambda kv: -len(kv[0]))]
-
-
-def _scrub(value: Any, known: list[tuple[re.Pattern[str], str]]) -> Any:
-    """``value`` with each PII original found in the record's text replaced wherever else it is quoted: a
-    passport number is recognised by the words before it, so a trigger reason or an entity that names it
-    alone ("entities: X1234567") would not be redacted on its own."""
-    if not known:
+def _scrub(value: Any, found: dict[str, str]) -> Any:
+    """``value`` with each PII original found anywhere in the record replaced wherever else it is quoted:
+    a passport number is recognised by the words before it, so a trigger reason or an entity that names it
+    alone ("entities: X1234567"), or a summary that cut it from its words, would not be redacted on its own."""
+    if not found:
         return value
+    known = [(re.compile(re.escape(k), re.I), v) for k, v in sorted(found.items(), key=lambda kv: -len(kv[0]))
+             if len(k) >= 4]
+    return _replace(value, known)
+
+
+def _replace(value: Any, known: list[tuple[re.Pattern[str], str]]) -> Any:
     if isinstance(value, str):
         for pattern, label in known:
             value = pattern.sub(label, value)
         return value
     if isinstance(value, list):
-        return [_scrub(v, known) for v in value]
+        return [_replace(v, known) for v in value]
     if isinstance(value, dict):
-        return {_scrub(k, known) if isinstance(k, str) else k: _scrub(v, known) for k, v in value.items()}
+        return {_replace(k, known) if isinstance(k, str) else k: _replace(v, known) for k, v in value.items()}
     return value
 
 
@@ -85,12 +84,14 @@ def redact_record(hooks: Hooks, record: MemoryRecord, ctx: WriteContext, vault: 
     original = {"content": record.content, "summary": record.summary, "entities": list(record.entities),
                 "metadata": copy.deepcopy(record.metadata)}
     spans: list[Redaction] = []
-    known = _found_in(hooks, ctx, record.content, record.summary or "")
-    record.content = redact_value(hooks, record.content, ctx, spans)
-    if record.summary:
-        record.summary = redact_value(hooks, record.summary, ctx, spans)
-    record.metadata = _scrub(redact_value(hooks, record.metadata, ctx, spans), known)
-    record.entities = list(dict.fromkeys(_scrub(redact_value(hooks, list(record.entities), ctx, spans), known)))
+    found: dict[str, str] = {}
+    content = redact_value(hooks, record.content, ctx, spans, found)
+    summary = redact_value(hooks, record.summary, ctx, spans, found) if record.summary else record.summary
+    metadata = redact_value(hooks, record.metadata, ctx, spans, found)
+    entities = redact_value(hooks, list(record.entities), ctx, spans, found)
+    record.content, record.summary = _scrub(content, found), _scrub(summary, found)
+    record.metadata = _scrub(metadata, found)
+    record.entities = list(dict.fromkeys(_scrub(entities, found)))
     if spans:
         record.metadata[REDACTIONS_KEY] = sorted({r.kind for r in spans})
         if vault is not None:
