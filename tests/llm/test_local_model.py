@@ -209,3 +209,26 @@ def test_share_of_valid_answers_and_latency_on_twenty_prompts(local_llm: Endpoin
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(figures, ensure_ascii=False, indent=1))
     assert figures["valid_first_try"] >= 0.9, figures
+
+
+def test_formation_asks_the_real_model_off_the_acknowledged_path(local_llm: Endpoint, tmp_path: Path,
+                                                                 embedder: Embedder) -> None:
+    """With the model configured, a turn is acknowledged without waiting for it; formation then asks it
+    (calls counted, none refused) and every turn's statement is kept, whatever the model decided."""
+    turns = [("I live in Lyon.", "Nice."), ("Actually I moved to Paris last month.", "Congratulations!"),
+             ("我最近开始学吉他。", "好啊，加油！")]
+    settings = Settings(path=str(tmp_path / "s"), llm_url=local_llm.url, llm_model=local_llm.model, llm_timeout_s=60)
+    with Memory(settings=settings, embedder=embedder) as mem:
+        acks = []
+        for user, assistant in turns:
+            start = time.monotonic()
+            mem.add_turn(user, assistant, user_id="u", session_id="s")
+            acks.append(time.monotonic() - start)
+        assert max(acks) < 2.0, acks  # a model call takes seconds here: none was made on this path
+        mem.flush(timeout=300)
+        stats = mem.stats()
+        assert stats.model["outcomes"]["ok"] >= 1 and stats.model["prompt_tokens"] > 0
+        assert stats.formation.pending == 0
+        everything = {"statuses": ["active", "superseded", "pending"]}
+        kept = {m.content for m in mem.list_memories(user_id="u", filters=everything)}
+        assert {user for user, _ in turns} <= kept
