@@ -134,3 +134,31 @@ def test_what_a_turn_captures_holds_no_piece_of_its_pii(memory: Memory, said: st
     for r in captured:
         assert secret not in r.content and secret not in str(r.metadata) and secret not in str(r.entities), r
         assert secret not in str(r.triples) and "[" in r.content
+
+
+def _strings(obj: object) -> list[str]:
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in _strings(v)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in _strings(v)]
+    return []
+
+
+def test_no_span_in_the_projects_own_conversations() -> None:
+    """The scenario suites and the LoCoMo dev conversations hold no personal data: every span found there
+    would be a false positive (IBAN, passport and resident-id patterns included)."""
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    texts = [s for path in sorted((root / "core/portamem/scenarios").glob("*.jsonl"))
+             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+             for s in _strings(json.loads(line))]
+    locomo = root.parent / "shared/data/locomo/locomo-dev.json"
+    if locomo.exists():
+        texts += [t.get("text", "") for conv in json.loads(locomo.read_text(encoding="utf-8"))
+                  for session in conv["conversation"].values() if isinstance(session, list) for t in session]
+    assert len(texts) > 5000
+    found = [(t[r.start:r.end], r.kind) for t in texts for r in find_pii(t)]
+    assert found == []
