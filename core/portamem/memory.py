@@ -584,6 +584,8 @@ class Memory:
         tenant_id = self._tenant(tenant_id)
         session_id = check.check_id(self.settings, "session_id", session_id)
         check.check_opaque_ids(self.hooks, self.settings, tenant_id, user_id, session_id=session_id)
+        for turn in turns:  # the episode quotes its turns' metadata: a caller's may not bring provenance into it
+            check.check_provenance("turn metadata", getattr(turn, "metadata", None) or {})
         draft = episode_draft(self.parts, list(turns), user_id=user_id, tenant_id=tenant_id, session_id=session_id)
         if draft is None:
             return None

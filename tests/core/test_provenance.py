@@ -91,6 +91,16 @@ def test_update_refuses_a_reserved_key_and_keeps_the_stored_provenance(memory: M
     assert memory.explain(rec.memory_id, user_id="eve").guard == verdict
 
 
+def test_archived_turns_may_not_carry_a_system_key(memory: Memory) -> None:
+    from portamem.records import Turn
+
+    said = Turn("Please remember my daughter Mia starts school in Lyon on September 3rd.", "Noted.",
+                metadata={"promote_to": "semantic"})
+    with pytest.raises(ValidationError, match="promote_to"):
+        memory.archive_turns([said], user_id="dana", session_id="s")
+    assert memory.list_memories(user_id="dana") == []
+
+
 def test_plain_metadata_and_turn_metadata_still_pass(memory: Memory) -> None:
     rec = memory.save_memory("Dana likes oat milk.", user_id="dana", metadata={"origin": "crm", "guards": 2})
     assert rec.metadata == {"origin": "crm", "guards": 2}
