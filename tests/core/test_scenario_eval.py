@@ -348,3 +348,21 @@ def test_locomo_prompt_precision_is_the_share_of_evidence_in_the_prompt(tmp_path
     precision = report["prompt_precision"]
     assert precision["top_k"] == 1 and precision["questions"] == 3
     assert precision["mean"] == report["results"]["hybrid"]["overall"]["recall@1"]
+
+
+def test_a_stating_turn_is_lost_only_when_no_fact_or_candidate_of_its_time_holds_it() -> None:
+    from portamem.records import MemoryRecord, MemoryType
+    from portamem.scenarios.harness import ScenarioTurn, lost_statements
+
+    at = datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
+    kept = ScenarioTurn("I've taken up bouldering", "Fun!", ("statement",))
+    lost = ScenarioTurn("my dad has diabetes", "Sorry to hear.", ("statement",))
+    folded = ScenarioTurn("我开始学游泳了", "加油", ("statement",))
+    records = [
+        MemoryRecord(content="I've taken up bouldering", user_id="u", type=MemoryType.SEMANTIC, created_at=at),
+        # an episode that folds a turn in is not a fact recalled as such
+        MemoryRecord(content="User: 我开始学游泳了", user_id="u", type=MemoryType.EPISODIC,
+                     created_at=at + timedelta(minutes=4)),
+    ]
+    stating = [(kept, at), (lost, at + timedelta(minutes=2)), (folded, at + timedelta(minutes=4))]
+    assert lost_statements(records, stating) == [lost, folded]

@@ -73,6 +73,7 @@ __all__ = [
     "prompt_lines",
     "judge_prompt",
     "stored_turns",
+    "lost_statements",
     "play",
     "evaluate_scenarios",
     "format_report",
@@ -364,6 +365,18 @@ def stored_turns(records: Iterable[MemoryRecord], turns: Iterable[ScenarioTurn])
     return out
 
 
+#: what a turn left counts as kept in any of these states: a statement a later one replaced was kept
+_FORMED = ("active", "pending", "superseded")
+
+
+def lost_statements(records: Iterable[MemoryRecord],
+                    stating: Iterable[tuple[ScenarioTurn, datetime]]) -> list[ScenarioTurn]:
+    """The turns stating something about the user that left no semantic or working memory of their
+    own time (an episode that folds a turn in later does not count: it is not recalled as a fact)."""
+    formed = {r.created_at.timestamp() for r in records if r.type in (MemoryType.SEMANTIC, MemoryType.WORKING)}
+    return [turn for turn, at in stating if at.timestamp() not in formed]
+
+
 # ---------------------------------------------------------------------- playing a conversation
 def _messages(turn: ScenarioTurn, base: str, at: datetime) -> list[Message]:
     """A turn with tool calls as a framework hands it over: the user's message, per tool an assistant
@@ -401,7 +414,8 @@ class _Run:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     stored: list[dict[str, Any]] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=lambda: {"question_turns": 0, "filler_turns": 0})
+    counts: dict[str, int] = field(default_factory=lambda: {"question_turns": 0, "filler_turns": 0,
+                                                             "statement_turns": 0})
 
 
 def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, maintain: bool = False) -> _Run:
@@ -414,6 +428,12 @@ def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, main
             mem.maintain(now=scenario.ask_at)
         records = mem.list_memories(user_id=scenario.user_id)
         base = {"split": scenario.split, "conversation": scenario.id, "lang": scenario.lang}
+        stating = [(turn, session.at(i)) for session in scenario.sessions for i, turn in enumerate(session.turns)
+                   if STATING_ACTS & set(turn.acts)]
+        out.counts["statement_turns"] += len(stating)
+        for turn in lost_statements(mem.list_memories(user_id=scenario.user_id, filters={"statuses": _FORMED}),
+                                    stating):
+            out.stored.append({**base, "kind": "lost", "turn": turn.user, "memory": None, "type": None})
         for kind, which in (("question", [t for t in scenario.turns if t.only_asks]),
                             ("filler", [t for t in scenario.turns if t.is_filler])):
             out.counts[f"{kind}_turns"] += len(which)
@@ -463,6 +483,8 @@ def _figures(rows: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, An
         "questions_stored": sum(s["kind"] == "question" for s in stored),
         "filler_turns": counts.get("filler_turns", 0),
         "filler_stored": sum(s["kind"] == "filler" for s in stored),
+        "statement_turns": counts.get("statement_turns", 0),
+        "statements_lost": sum(s["kind"] == "lost" for s in stored),
         "unstored_questions": len(none),
         "unstored_empty": _share(sum(r["empty"] for r in none), len(none)),
     }
@@ -560,7 +582,7 @@ def format_report(report: Mapping[str, Any]) -> str:
         f"scenario suite ({report['suite']}): embedder {report['embedder']}, top_k {report['top_k']}, "
         f"min_score {report['min_score']:g}; {report['seconds']} s",
         f"{'':12}{'conv':>5}{'asked':>6}{'top-1':>7}{'in prompt':>10}{'stale':>7}{'precision':>10}{'lines':>6}"
-        f"{'questions stored':>18}{'filler stored':>15}{'none: empty':>13}",
+        f"{'questions stored':>18}{'filler stored':>15}{'none: empty':>13}{'statements lost':>17}",
     ]
 
     def row(label: str, f: Mapping[str, Any]) -> str:
@@ -568,9 +590,10 @@ def format_report(report: Mapping[str, Any]) -> str:
         questions = f"{f['questions_stored']} of {f['question_turns']}"
         filler = f"{f['filler_stored']} of {f['filler_turns']}"
         mean = "-" if f["mean_lines"] is None else f"{f['mean_lines']:.1f}"
+        lost = f"{f['statements_lost']} of {f['statement_turns']}"
         return (f"{label:12}{f['conversations']:>5}{f['questions']:>6}{_pct(f['top1_right']):>7}"
                 f"{_pct(f['answer_in_prompt']):>10}{f['stale_in_prompt']:>7}{_pct(f['prompt_precision']):>10}"
-                f"{mean:>6}{questions:>18}{filler:>15}{empty:>13}")
+                f"{mean:>6}{questions:>18}{filler:>15}{empty:>13}{lost:>17}")
 
     for name, split in report["splits"].items():
         for lang, figs in split["by_language"].items():
@@ -606,7 +629,10 @@ def format_failures(report: Mapping[str, Any]) -> str:
         if not r["lines"]:
             out.append("    (nothing recalled)")
     for s in report["stored"]:
-        out.append(f"[{s['split']} {s['conversation']}] {s['kind']} turn stored as {s['type']}: {s['turn']!r}")
+        if s["kind"] == "lost":
+            out.append(f"[{s['split']} {s['conversation']}] statement left no memory: {s['turn']!r}")
+        else:
+            out.append(f"[{s['split']} {s['conversation']}] {s['kind']} turn stored as {s['type']}: {s['turn']!r}")
     return "\n".join(out)
 
 
