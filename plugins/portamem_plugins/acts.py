@@ -41,7 +41,7 @@ _QUESTION_START = re.compile(
     r"isn't|aren't|don't|doesn't|didn't|can't|won't|wouldn't|shouldn't|any idea|do you know|"
     r"remind me what|tell me what|tell me where|tell me when)\b", re.I)
 _QUESTION_ZH = re.compile(r"[吗嘛么呢][？?!！。.\s]*$|什么|哪里|哪儿|哪个|哪些|哪家|哪天|几点|几号|几个|多少|怎么|怎样|"
-                          r"为什么|为何|是否|是不是|有没有|能不能|要不要|会不会|对不对|谁|何时|啥")
+                          r"为什么|为何|是否|是不是|有没有|能不能|要不要|会不会|对不对|谁|何时|啥|多久|多长时间|多远|多大|多高|多重")
 _REQUEST = re.compile(
     r"^(?:please|pls|plz|kindly|can you|could you|would you|will you|can u|could u|would you mind|"
     r"help me|i need you to|i want you to|i'd like you to|i would like you to|let's|let us|go ahead and|"

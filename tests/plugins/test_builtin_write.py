@@ -115,13 +115,53 @@ def test_capture_routes_by_stress_and_second_sighting(memory: Memory) -> None:
     liked = memory.add_turn("I really prefer window seats.", "Noted.", user_id="u")
     assert [r.type for r in liked] == [MemoryType.SEMANTIC]
     assert liked[0].half_life_days == memory.settings.half_lives["preference"]
+    # a plain fact said once is kept for good, with its time; said again, it is the same memory
     first = memory.add_turn("We fly to Lisbon on Friday.", "Nice.", user_id="u")
-    assert [r.type for r in first] == [MemoryType.WORKING]  # a passing fact seen once: a candidate only
+    assert [r.type for r in first] == [MemoryType.SEMANTIC]
+    assert first[0].half_life_days == memory.settings.half_lives["fact"]
     again = memory.add_turn("We fly to Lisbon on Friday!", "Sure.", user_id="u", session_id="other", wait=True)
-    assert again[0].memory_id == first[0].memory_id
-    assert again[0].type is MemoryType.SEMANTIC and again[0].frequency == 2
-    assert again[0].half_life_days == memory.settings.half_lives["fact"]
+    assert again[0].memory_id == first[0].memory_id and again[0].frequency == 2
+    # what only describes the moment is a candidate that a second sighting or the session's end promotes
+    moment = memory.add_turn("I'm exhausted today.", "Rest up.", user_id="u")
+    assert [r.type for r in moment] == [MemoryType.WORKING]
     assert memory.add_turn("ok thanks", "bye", user_id="u") == []
+
+
+@pytest.mark.parametrize("text", [
+    "I've taken up bouldering on Wednesday nights",
+    "my dad was diagnosed with type 2 diabetes",
+    "They promoted me to team lead",
+    "I take oat milk in everything",
+    "I'm vegan",
+    "教练姓王",
+    "它现在吃皇家的猫粮",
+    "医生把我的药量减到每天半片",
+    "我开始学游泳了",
+])
+def test_a_plain_statement_about_the_users_world_is_kept(text: str) -> None:
+    vote = triggers.portamem_write_trigger(text=text, context=CTX)
+    assert vote is not None and vote.remember and "a statement" in vote.reason
+    assert vote.strength >= triggers.LASTING and vote.type is MemoryType.SEMANTIC
+
+
+@pytest.mark.parametrize("text", [
+    "thanks, speak soon",
+    "thanks for the help",
+    "ok thanks, that's helpful",
+    "hope you're well",
+    "that sounds perfect",
+    "Yes tofu scramble works.",
+    "lol the dog will hate the noise",
+    "谢啦",
+    "写得真好，谢谢",
+    "差这么多啊",
+    "拍婚纱照要提前多久减肥哈哈",
+    "你好，帮我看看手机套餐",
+    "What should I pack?",
+])
+def test_what_is_not_memory_gets_no_statement_vote(text: str) -> None:
+    vote = triggers.portamem_write_trigger(text=text, context=CTX)
+    assert vote is None or "a statement" not in vote.reason
 
 
 def test_extractive_summary_keeps_user_words_and_best_reply_sentence() -> None:
