@@ -308,3 +308,51 @@ def test_metrics_show_the_formation_backlog(memory: Memory) -> None:
     memory.flush(60)
     shown = {m.name: m.samples[0].value for m in formation_metrics(memory.stats().formation)}
     assert shown["portamem_formation_pending"] == 0 and shown["portamem_formed_turns"] == 3
+
+
+@pytest.mark.parametrize(("newer", "older", "replaces"), [
+    ("Going well, I bumped my mileage up to 45 km a week.", "I'm running about 30 km a week at the moment", True),
+    ("最近状态不错，周跑量加到35公里了。", "现在每周跑20公里左右，跑鞋是耐克的Pegasus", True),
+    ("Also we've gone with sage green tiles instead of the white metro ones.",
+     "I'm leaning towards white metro tiles for the splashback", True),
+    # a number beside another word, a shared unit of time, one shared word with a change word, another person
+    ("the worktop is ordered, Silestone quartz in Calacatta Gold, £2,340 fitted", "The order is KB-55190.", False),
+    ("and the broadband is BT Fibre 2, £45 a month", "I'm with Vodafone at the moment, paying £32 a month", False),
+    ("We moved the whole thing two days earlier because my sister's leave changed",
+     "hi, I'm planning a trip to Lisbon with my sister in June", False),
+    ("My father's blood pressure is now 150 over 95.", "My blood pressure is 130 over 85.", False),
+])
+def test_the_rules_judge_a_change_without_a_named_slot(newer: str, older: str, replaces: bool) -> None:
+    from portamem.records import MemoryRecord
+    from portamem.write.forming import changes
+
+    def said(text: str) -> MemoryRecord:
+        return MemoryRecord(content=text, user_id="ana", tenant_id="t")
+
+    assert (changes(said(newer), said(older)) is not None) is replaces
+
+
+def test_an_unreachable_model_keeps_the_backlog_waiting_while_the_rules_serve(memory: Memory) -> None:
+    import socket
+
+    from portamem.models import OpenAIChatModel
+
+    with socket.socket() as sock:  # a port nothing listens on: connection refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    memory.formation.model = OpenAIChatModel(f"http://127.0.0.1:{port}/v1", "absent", timeout_s=2.0, retries=0)
+    memory.add_turn("I live in Lyon.", "Nice.", user_id="ana")
+    memory.flush(30)  # nothing stored near the first statement: formed without asking the model
+    moved = memory.add_turn("I moved to Paris last month.", "Great.", user_id="ana")[0]
+    memory.indexer.flush(30)
+    time.sleep(1.5)
+    waiting = memory.stats().formation
+    assert waiting.pending == 1 and "cannot be reached" in (waiting.last_error or "")
+    # the rule pass serves recall meanwhile
+    assert memory.search_memory("where do I live", user_id="ana")[0].memory_id == moved.memory_id
+    with pytest.raises(Exception, match="formation is still 1 turns behind"):
+        memory.flush(1.0)
+    memory.formation.model = scripted(lambda s, m: json.dumps({"decisions": []}))  # the model is back
+    memory.formation.notify()
+    memory.flush(60)
+    assert memory.stats().formation.pending == 0 and memory.stats().formation.last_error is None

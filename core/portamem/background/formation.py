@@ -15,7 +15,9 @@ thread drains the queue in order, in bounded batches, one turn at a time:
    supersession, updates the vector index, and commits the changes, one audit row per decision and
    the turn's FORMED mark in one transaction.
 
-A crash before that commit forms the turn again on the next open; after it, never. On PostgreSQL the
+A crash before that commit forms the turn again on the next open; after it, never. A model that cannot
+be reached (connection refused, HTTP 5xx or 429) leaves the turn queued and is tried again after a
+growing pause (at most 30 s), for ``MODEL_WAIT_S``; after that the rules form the turn. On PostgreSQL the
 workers of several processes claim rows as the indexers do (``storage.claims``). A failing round
 (the store unreachable, a plugin raising) leaves the turn queued and is retried after ``poll_s``.
 """
@@ -47,6 +49,11 @@ log = logging.getLogger(__name__)
 
 #: seconds of history behind ``FormationStats.formed_per_s``
 _RATE_WINDOW = 60.0
+#: how long a turn waits for an unreachable model (connection refused, HTTP 5xx or 429) before the rules
+#: form it: the rule pass serves recall meanwhile, and a model back within this time still forms it
+MODEL_WAIT_S = 600.0
+#: the longest pause between two tries of an unreachable model
+_MODEL_RETRY_MAX_S = 30.0
 #: the reconciler whose decisions count as the model's (a fallback is any other deciding while a model is set)
 MODEL_RECONCILER = "model_reconciler"
 
@@ -73,9 +80,17 @@ class FormationStats:
     last_error: str | None
 
 
-def _calls(stats: Any) -> int:
-    """Calls a model's counters (``portamem.models.ModelStats``) have seen; 0 without counters."""
-    return sum(stats.calls.values()) if stats is not None and isinstance(getattr(stats, "calls", None), dict) else 0
+def _calls(stats: Any, outcome: str | None = None) -> int:
+    """Calls a model's counters (``portamem.models.ModelStats``) have seen (those that ended with
+    ``outcome``); 0 without counters."""
+    calls = getattr(stats, "calls", None)
+    if not isinstance(calls, dict):
+        return 0
+    return sum(calls.values()) if outcome is None else int(calls.get(outcome, 0))
+
+
+class _ModelDown(Exception):
+    """Every call of a turn's reconciliation found the model unreachable: the turn waits for it."""
 
 
 class Former:
@@ -98,6 +113,8 @@ class Former:
         self._fallbacks = 0
         self._refused = 0
         self._error: str | None = None
+        #: the pause before trying an unreachable model again (doubles up to ``_MODEL_RETRY_MAX_S``)
+        self._backoff = poll_s
         self._claims = OutboxClaims(parts.store.engine, FORMATION_SPACE)
         self._thread = threading.Thread(target=self._run, name="portamem-formation", daemon=True)
 
@@ -164,6 +181,16 @@ class Former:
                 self._wake = False
             try:
                 self._round()
+                self._backoff = self._poll
+            except _ModelDown as down:  # the turn stays queued; try the model again a little later each time
+                log.warning("%s", down)
+                with self._cond:
+                    self._error = str(down)
+                    self._cond.notify_all()
+                    self._wake = False  # a turn queued meanwhile (or flush) tries again at once
+                    self._cond.wait_for(lambda: self._stop or self._wake, self._backoff)
+                    self._backoff = min(_MODEL_RETRY_MAX_S, 2 * self._backoff)
+                    self._wake = True
             except Exception as exc:  # the turns stay queued: retried on the next round
                 log.exception("memory formation failed; the turns stay queued and will be retried")
                 with self._cond:
@@ -225,10 +252,15 @@ class Former:
             candidates = candidates_for(parts, statements)
             model = self.model
             counters = getattr(model, "stats", None)
-            asked = _calls(counters)
+            asked, unreachable = _calls(counters), _calls(counters, "http")
             found = parts.hooks.reconcile(statements, candidates, turn, ctx, model)
             if found is not None:
                 by, decisions = found
+            calls = _calls(counters) - asked
+            if calls and _calls(counters, "http") - unreachable == calls \
+                    and time.time() - row.queued_at < MODEL_WAIT_S:
+                raise _ModelDown(f"the model cannot be reached; turns wait for it (at most {MODEL_WAIT_S:.0f} s, "
+                                 "then the rules form them)")
             if model is not None and (by == MODEL_RECONCILER or _calls(counters) > asked):
                 with self._cond:  # the model was asked: its answer counts, or the rules decided instead
                     self._by_model += 1

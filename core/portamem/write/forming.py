@@ -22,12 +22,13 @@ from ..components import Components
 from ..entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import Decision, FormationTurn, WriteContext
-from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, Source, Status, Trust, Turn
+from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, Turn
 from ..statements import content_words, statements_of
 from ..text import same_passage
-from .supersession import Supersessions, _decide, _outdate_part, _repeat, _replaced_part, _update
+from .supersession import _CLAUSES, _FACT, Supersessions, _decide, _outdate_part, _repeat, _replaced_part, _update
 
-__all__ = ["turn_row", "formation_turn", "candidates_for", "check", "Applied", "apply", "rule_decisions", "CANDIDATES"]
+__all__ = ["turn_row", "formation_turn", "candidates_for", "check", "Applied", "apply", "rule_decisions", "changes",
+           "CANDIDATES"]
 
 #: current memories shown to a reconciler per statement (vector, keyword and entity neighbours together)
 CANDIDATES = 6
@@ -118,10 +119,100 @@ def rule_decisions(statements: Sequence[MemoryRecord],
                                     "rules: another value of what it states", "; ".join(part) if part else None))
             elif verdict == "repeat":
                 out.append(Decision(s.memory_id, "noop", c.memory_id, "rules: the same statement again"))
+            elif verdict is None and (why := changes(s, c)) is not None:
+                verdict = "update"
+                part = _clauses_about(c, s)
+                out.append(Decision(s.memory_id, "outdate" if part else "update", c.memory_id, "rules: " + why,
+                                    "; ".join(part) if part else None))
             decided = decided or verdict is not None
         if not decided:
             out.append(Decision(s.memory_id, "add", None, "rules: about nothing stored"))
     return out
+
+
+#: words that say a value changed or stopped holding ("now", "no longer", "switched", "现在", "不再")
+_CHANGE = re.compile(
+    r"\b(?:now|nowadays|these days|any ?more|no longer|not \w+ any|instead|switched|swapped|changed|moved|"
+    r"stopped|quit|gave up|given up|used to|actually|went up|went down|pushed back|brought forward|"
+    r"rescheduled|cancelled|canceled|dropped|replaced)\b"
+    r"|现在|如今|改成|改为|改到|改了|换成|换了|不再|已经不|不.{0,6}了|之前|以前|原来|推迟|提前|取消", re.I)
+#: the values a statement carries, by kind: numbers (with their units' digits), capitalised names
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*|[一二三四五六七八九十百千万两]+(?:块|元|万|千|点|号|月|岁|公斤|斤)")
+_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][\w'-]+")
+
+
+def _values(text: str) -> tuple[set[str], set[str]]:
+    return set(_NUMBER.findall(text)), set(_NAME.findall(text))
+
+
+#: units of time: two values sharing only one ("£45 a month", "£32 a month") need not be of one thing
+_TIME_UNITS = frozenset("month week day year hour minute time morning evening night 月 号 天 年 小时 分钟 点 周 次".split())
+_TOKENS = re.compile(r"\d+(?:[.,:]\d+)*|[A-Za-z][\w'-]*|[\u4e00-\u9fff]")
+
+
+def _topic(text: str) -> frozenset[str]:
+    """A text's content words with its values masked (numbers and names are what may change), without
+    units of time or single Chinese characters, which say too little of a topic."""
+    numbers, names = _values(text)
+    masked = _NAME.sub(" ", _NUMBER.sub(" ", text))
+    words = content_words(masked) - {n.lower() for n in names}
+    return frozenset(w for w in words if w not in _TIME_UNITS and not (len(w) == 1 and "\u4e00" <= w <= "\u9fff"))
+
+
+def _distinct(words: frozenset[str]) -> list[str]:
+    """The words, one of each pair where one holds the other (设计 and 设计师 are one topic)."""
+    return [w for w in words if not any(w != o and w in o for o in words)]
+
+
+def _near_number(text: str, word: str) -> bool:
+    """Whether ``word`` (a content word) stands within three tokens of a number in ``text``: the
+    number is a value of it ("45 km a week", "预算只能改成15万")."""
+    tokens = _TOKENS.findall(text)
+    numbers = [i for i, t in enumerate(tokens) if t[0].isdigit()]
+    if not numbers:
+        return False
+    if "\u4e00" <= word[0] <= "\u9fff":
+        chars = "".join(t if len(t) == 1 and "\u4e00" <= t <= "\u9fff" else "\x00" for t in tokens)
+        spots = [i for i in range(len(chars)) if chars.startswith(word, i)]
+        reach = len(word) + 3
+    else:
+        spots = [i for i, t in enumerate(tokens) if word in content_words(t)]
+        reach = 3
+    return any(abs(i - n) <= reach for i in spots for n in numbers)
+
+
+def changes(newer: MemoryRecord, older: MemoryRecord) -> str | None:
+    """Why ``newer`` replaces what ``older`` says, judged from the two texts without a named slot, or
+    None: they are about the same person and the same thing, and the newer gives another value of
+    it (a number beside a topic word both give one beside: "45 km a week" after "30 km a week") or
+    says, with two topic words in common, that the older changed or stopped holding ("we've gone
+    with sage green tiles instead of the white metro ones")."""
+    if older.type is MemoryType.EPISODIC or older.source is not Source.USER or statements_of(older) \
+            and statements_of(newer):
+        return None  # the named slots decided already (supersession); episodes state nothing themselves
+    if _subjects(newer) != _subjects(older):
+        return None
+    shared = _topic(newer.content) & _topic(older.content)
+    if not shared:
+        return None
+    (new_numbers, _), (old_numbers, _) = _values(newer.content), _values(older.content)
+    if new_numbers and old_numbers and not new_numbers & old_numbers:
+        valued = sorted(w for w in shared if _near_number(newer.content, w) and _near_number(older.content, w))
+        if valued:
+            return f"another value of {', '.join(valued[:3])}"
+    if len(_distinct(shared)) >= 2 and _CHANGE.search(newer.content) and not _CHANGE.search(older.content):
+        return f"a change of {', '.join(sorted(shared)[:3])}"
+    return None
+
+
+def _clauses_about(older: MemoryRecord, newer: MemoryRecord) -> list[str] | None:
+    """The clauses of the older that the newer replaces, when another clause of the older holds a
+    fact of its own (then the older is outdated in part, not superseded)."""
+    clauses = [c.strip() for c in _CLAUSES.split(older.content) if c and c.strip()]
+    topic = _topic(newer.content)
+    about = [c for c in clauses if _topic(c) & topic]
+    rest = [c for c in clauses if c not in about]
+    return about if about and any(_FACT.search(c) for c in rest) else None
 
 
 def _rules_read_a_statement(parts: Components, record: MemoryRecord, ctx: WriteContext) -> bool:
