@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -78,5 +79,20 @@ def test_the_cli_erases_through_the_server_and_asks_for_yes(server: ServerProces
                               check=False)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["memories"] == 1
+        with pytest.raises(NotFoundError):
+            mem.get_memory(rec.memory_id, user_id="dana")
+
+
+def test_a_forgotten_memory_cannot_go_cold_over_http(server: ServerProcess) -> None:
+    """``POST /v1/memories/tier`` refuses a forgotten memory as ``set_tier`` does: it would outlive its purge."""
+    key = mint_key(server.db_url, "forget-tier")
+    with RemoteMemory(server.url, key) as mem:
+        rec = mem.save_memory("My locker code is 7731.", user_id="dana", wait=True)
+        mem.forget_memory(rec.memory_id, user_id="dana")
+        answer = httpx.post(f"{server.url}/v1/memories/tier", headers={"Authorization": f"Bearer {key}"},
+                            json={"user_id": "dana", "memory_ids": [rec.memory_id], "tier": "cold"})
+        assert answer.status_code == 422 and answer.json()["error"]["type"] == "ValidationError"
+        assert "forgotten" in answer.json()["error"]["message"]
+        assert mem.purge_deleted(older_than=timedelta(0)) == 1
         with pytest.raises(NotFoundError):
             mem.get_memory(rec.memory_id, user_id="dana")
