@@ -134,7 +134,15 @@ def placed(settings: Settings, embedder: Embedder) -> Iterator[tuple[Memory, dic
                    session_id="trip")
     assert any(PRELOAD in h.found_by and "Velkorinth" in h.content for h in first)
     mem.retrieval_log.flush()
+    # what the checks below look for is there before: in the tables, the replica, the keyword cache
     assert _found_in_tables(mem, ["quokkafeather"]) and _found_in_tables(mem, ["marzipanlocker"])
+    assert ids["hot"] in mem.vectors.loaded_ids(mem.tenant_id, "dana")
+    assert ids["hot"] in mem.index.ids()
+    if _index_files(mem):  # an embedded index: its files hold the rows
+        mem.index.flush()
+        assert any(ids["hot"].encode() in path.read_bytes() for path in _index_files(mem))
+    if mem.store.keywords.cache is not None:
+        assert "quokkafeather" in mem.store.keywords.cache.cached_terms(mem.tenant_id, "dana")
     yield mem, ids
     mem.close()
 
