@@ -745,6 +745,7 @@ class Memory:
             self.vectors.drop_user(tenant_id, user_id)
         self.index.flush()  # the deletes applied and sealed, not only noted
         self._queries.clear()
+        self.retriever.forget_user(tenant_id, user_id)
         TASKS.drop_user(self, tenant_id, user_id)
         return done
 

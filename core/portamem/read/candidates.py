@@ -335,6 +335,11 @@ class CandidateFinder:
             cand.raw["bm25"] = bm25
             cand.components["keyword"] = min(1.0, bm25 / ceiling)
 
+    def forget_user(self, tenant_id: str, user_id: str) -> None:
+        """Drop what is kept of one user (an erased user): the statistics of the words their searches asked for."""
+        with self._stats_lock:
+            self._stats.pop((tenant_id, user_id), None)
+
     def _keyword_stats(self, tenant_id: str, user_id: str, n_docs: int, tokens: list[str]) -> tuple[float, dict[str, int]]:
         """The store's per-user BM25 statistics, kept until the user's record count changes: counting
         a common word's records is the dearest part of a search, and questions repeat their words."""
