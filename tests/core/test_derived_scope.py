@@ -153,3 +153,13 @@ def test_a_private_repeat_never_confirms_a_shared_pending_memory(memory: Memory)
     assert memory.get_memory(shared.memory_id, user_id="u").status is Status.PENDING  # not the shared layer's word
     memory.save_memory(tip, user_id="u", source="web", session_id="s3", wait=True)  # an independent shared sighting
     assert memory.get_memory(shared.memory_id, user_id="u").status is Status.ACTIVE
+
+
+def test_a_less_trusted_line_never_outdates_a_more_trusted_one_in_the_prompt(memory: Memory) -> None:
+    said = memory.save_memory("Our choir rehearses every Wednesday evening.", user_id="u", created_at=T0, wait=True)
+    page = memory.save_memory("Choir rehearsals are moving to Thursdays from now on.", user_id="u", source="web",
+                              created_at=T0 + timedelta(days=2), wait=True)
+    memory.confirm_memory(page.memory_id, user_id="u")
+    memory.flush()
+    shown = [h.memory_id for h in recall(memory, "When does our choir rehearse?", user_id="u", session_id="q")]
+    assert said.memory_id in shown, "a web page's change hid what the user said"
