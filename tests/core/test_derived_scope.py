@@ -163,3 +163,21 @@ def test_a_less_trusted_line_never_outdates_a_more_trusted_one_in_the_prompt(mem
     memory.flush()
     shown = [h.memory_id for h in recall(memory, "When does our choir rehearse?", user_id="u", session_id="q")]
     assert said.memory_id in shown, "a web page's change hid what the user said"
+
+
+def test_a_private_keyed_write_never_takes_over_a_shared_key(memory: Memory) -> None:
+    from portamem.errors import PermissionDeniedError
+
+    shared = memory.save_memory("The budget is 1200 euros.", user_id="u", key="budget", wait=True)
+    with pytest.raises(PermissionDeniedError, match="shared layer"):
+        memory.save_memory("The budget is 2500 euros.", user_id="u", key="budget", agent_id="sales", wait=True)
+    kept = memory.get_memory(shared.memory_id, user_id="u")
+    assert (kept.agent_id, kept.content) == (None, "The budget is 1200 euros.")
+    assert [h.content for h in memory.search_memory("budget", user_id="u", filters={"agent_id": "support"})] == \
+        ["The budget is 1200 euros."]
+    own = memory.save_memory("The budget is 2500 euros.", user_id="u", key="budget", key_namespace="sales",
+                             agent_id="sales", wait=True)
+    assert own.memory_id != shared.memory_id and own.agent_id == "sales"
+    # the shared layer's writer may still change it
+    again = memory.save_memory("The budget is 1300 euros.", user_id="u", key="budget", wait=True)
+    assert again.memory_id == shared.memory_id and again.content == "The budget is 1300 euros."

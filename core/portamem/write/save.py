@@ -11,12 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..components import Components
+from ..errors import PermissionDeniedError
 from ..pipeline import WriteContext
 from ..records import MemoryRecord, MemoryType, Source, Status, Trust, importance_band, utcnow
 from ..storage.schema import REVIEW
 from . import validation as check
 from .privacy import redact_record
 from .requests import MemoryDraft, as_drafts
+from .scope import acts_on
 
 __all__ = ["checked_drafts", "build_record", "drafted", "write", "commit", "stage", "prepare", "screen", "stricter",
            "settled", "hold", "unhold", "write_context"]
@@ -113,6 +115,14 @@ def stage(parts: Components, conn: Any, records: Sequence[MemoryRecord]) -> None
     ``portamem.portable.keys``) for indexing only. If that transaction fails, the caller ``forget``s them."""
     keyed = [r for r in records if r.key is not None]
     unkeyed = [r for r in records if r.key is None]
+    for r in keyed:  # a key's row is overwritten only by a write that may act on it (portamem.write.scope)
+        held = parts.store.get_by_key(r.tenant_id, r.user_id, r.key_namespace or "", r.key)  # type: ignore[arg-type]
+        if held is not None and held.status is not Status.DELETED and not acts_on(r, held):
+            raise PermissionDeniedError(
+                f"key {r.key!r} (namespace {r.key_namespace!r}) is held by "
+                f"{'the shared layer' if held.agent_id is None else 'agent ' + repr(held.agent_id)}; a write as "
+                f"agent {r.agent_id!r} may not overwrite it: use a key or namespace of the agent's own, or "
+                "write without agent_id to change the shared memory")
     parts.store.insert(conn, unkeyed, indexed=REVIEW)
     overwrote = {id(r): parts.store.upsert_keyed(conn, r) for r in keyed}
     parts.store.audit_many(
