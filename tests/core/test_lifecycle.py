@@ -163,7 +163,8 @@ def test_a_merged_statement_waits_until_the_attribute_is_named_again(memory: Mem
 def test_a_candidate_of_an_ended_session_outlives_the_maintainer(memory: Memory) -> None:
     """What the triggers kept from a conversation (working memory, waiting to be said twice) becomes
     long-term memory when its session has ended, instead of decaying with the task half-life."""
-    memory.add_turn("we're giving her Harringtons dry food for now", "Good choice.", user_id="u1",
+    # what the user is about to do is a candidate (a plain statement is long-term at once)
+    memory.add_turn("I'll give her Harringtons dry food", "Good choice.", user_id="u1",
                     session_id="monday", created_at=T0)
     memory.flush()
     kept = [r for r in memory.list_memories(user_id="u1") if "Harringtons" in r.content and r.type is MemoryType.WORKING]

@@ -367,9 +367,11 @@ def test_an_episode_of_ordinary_turns_is_not_read_as_a_labelled_qa_injection(tmp
         episodes = mem.list_memories(user_id="u", filters={"type": "episodic", "statuses": ["active", "quarantined"]})
         cat = mem.list_memories(user_id="u", filters={"statuses": ["active", "quarantined"]})
     by_status = {e.status: [x.content for x in episodes if x.status is e.status] for e in episodes}
-    assert sum("York" in t for t in by_status[Status.ACTIVE]) >= 4
-    # the cat is a statement of its own (not repeated in an episode), and it is active too
+    # each ordinary turn is kept and active, as a statement of its own or in the episode of its window
+    # (an episode does not repeat what was captured long-term)
+    assert sum("York" in r.content and r.status is Status.ACTIVE for r in cat) >= 4
     assert any("Tom" in r.content and r.status is Status.ACTIVE for r in cat)
+    assert not [r.content for r in cat if r.status is Status.QUARANTINED and "Ignore all previous" not in r.content]
     assert [t for t in by_status[Status.QUARANTINED]] and all("Ignore all previous" in t
                                                               for t in by_status[Status.QUARANTINED])
 
