@@ -119,11 +119,13 @@ def rule_decisions(statements: Sequence[MemoryRecord],
                                     "rules: another value of what it states", "; ".join(part) if part else None))
             elif verdict == "repeat":
                 out.append(Decision(s.memory_id, "noop", c.memory_id, "rules: the same statement again"))
-            elif verdict is None and (why := changes(s, c)) is not None:
+            elif verdict is None and (why := changes(s, c)) is not None \
+                    and not (_clauses_about(c, s) or _names_beside(c, s)):
+                # an older line holding other facts is left to the read path, which shows the newer in
+                # its place only for a question the change bears on (outdating it here cost answers
+                # to its other facts on the suite's dev half)
                 verdict = "update"
-                part = _clauses_about(c, s)
-                out.append(Decision(s.memory_id, "outdate" if part else "update", c.memory_id, "rules: " + why,
-                                    "; ".join(part) if part else None))
+                out.append(Decision(s.memory_id, "update", c.memory_id, "rules: " + why))
             decided = decided or verdict is not None
         if not decided:
             out.append(Decision(s.memory_id, "add", None, "rules: about nothing stored"))
@@ -213,6 +215,14 @@ def _clauses_about(older: MemoryRecord, newer: MemoryRecord) -> list[str] | None
     about = [c for c in clauses if _topic(c) & topic]
     rest = [c for c in clauses if c not in about]
     return about if about and any(_FACT.search(c) for c in rest) else None
+
+
+def _names_beside(older: MemoryRecord, newer: MemoryRecord) -> list[str] | None:
+    """The older whole, when it names someone or something the newer does not ("Starting at Delivery Hero
+    on 1 September" against "HR rescheduled my start to 16 September"): then the older is outdated in
+    part, so the name is still recalled, rather than superseded."""
+    names = {n for n in _NAME.findall(older.content) if n.lower() not in newer.content.lower()}
+    return [older.content[:200]] if names else None
 
 
 def _rules_read_a_statement(parts: Components, record: MemoryRecord, ctx: WriteContext) -> bool:
