@@ -16,14 +16,19 @@ weeks ago in other words is found too) and decides, as mem0's ADD / UPDATE / NOO
   whatever order indexers settle them in);
 - **no-op**: the same value again ("I'm still in Paris") is one more sighting of the older memory
   (its frequency counts it) and the newer row is retired into it;
-- **held for review**: a statement from a less trusted source than a high-trust memory it
-  contradicts waits PENDING (``Memory.confirm_memory`` activates it).
+- **held for review**: a statement less trusted than the memory it contradicts waits PENDING
+  (``Memory.confirm_memory`` activates it).
 
 An older memory without statements that says more than the value the newer replaces ("Tomasz from
 Brightwell Builders can start on 24 February" against "the start got pushed back to 10 March") is
 **outdated in part**: it stays active, marked ``OUTDATED_KEY`` with the newer's id, so the builder is
 still recalled while the prompt shows the newer line in its place when both bear on a question
 (``portamem.read.prompt``).
+
+Every link stays in the scope of the write that made it (``portamem.write.scope``): an agent's private
+statement supersedes or outdates only that agent's memories, a shared one the shared layer and the
+agents' private memories of the user; a repeat is retired only into a memory of its own scope; and a
+less trusted statement waits PENDING rather than outdate a more trusted one, in whole or in part.
 
 A superseded memory is never recalled or purged; ``list_memories(filters={"statuses":
 ["superseded"]})``, ``history`` and ``explain`` show it.
