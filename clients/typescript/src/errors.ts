@@ -91,6 +91,14 @@ export class PayloadTooLargeError extends ValidationError {}
  * takes only loopback names and those given with `portamem serve --allowed-host` (the DNS-rebinding defence).
  */
 export class HostNotAllowedError extends PermissionDeniedError {}
+/** A language model call failed (`portamem.models`); the server fell back to its rules. */
+export class ModelError extends PortamemError {}
+/** A model call ran past its time limit; it is not retried. */
+export class ModelTimeoutError extends ModelError {}
+/** The model server could not be reached or answered with a server error after its retries. */
+export class ModelUnavailableError extends ModelError {}
+/** The model server refused the request or answered with something that is not a chat completion. */
+export class ModelResponseError extends ModelError {}
 
 type ErrorClass = new (message: string, details?: ErrorDetails) => PortamemError;
 
@@ -118,6 +126,10 @@ export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.freeze
   OverloadedError,
   PayloadTooLargeError,
   HostNotAllowedError,
+  ModelError,
+  ModelTimeoutError,
+  ModelUnavailableError,
+  ModelResponseError,
 });
 
 /** The class of an answer without a readable error body (a proxy's page, say), by its status. */
