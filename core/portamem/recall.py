@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .entities import extract_entities, normalize_entity
 from .pipeline import Preload
@@ -17,7 +17,7 @@ from .plugins import Hooks, get_plugin_manager
 from .read.preload import TASKS, pick, preload_query
 from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
-from .filters import SearchFilters
+from .filters import SearchFilters, for_agent
 from .records import OUTDATED_KEY, SearchHit, Status, Tier
 from .write.validation import check_id
 
@@ -63,6 +63,7 @@ def recall(
     shown: Iterable[str] = (),
     agent_id: str | None = None,
     now: datetime | None = None,
+    filters: SearchFilters | Mapping[str, Any] | None = None,
 ) -> list[SearchHit]:
     """Search for a prompt, dropping what the prompt already shows and what does not bear on the question
     (``for_prompt``); the hits count as used. A message that opens a task ("plan my business trip")
@@ -74,7 +75,8 @@ def recall(
     (messages the framework itself puts in front of the model), so the model does not read them twice.
     Sessions of the user that ended (``Settings.session_idle_s``) are compressed into episodes first
     (``Memory.end_idle_sessions``). With ``agent_id`` the agent sees its private memories (first) and
-    the shared layer. With
+    the shared layer. ``filters`` (``SearchFilters``: trusts, sources, types ...) narrow the question's
+    search, its preload and every line a link adds alike. With
     ``Settings.recall_gate`` a message that ``needs_recall`` says no to gets no search at all.
     """
     end = getattr(memory, "end_idle_sessions", None)
@@ -86,8 +88,9 @@ def recall(
             memory, query, user_id=check_id(settings, "user_id", user_id), tenant_id=tenant_id):
         return []
     shown = list(shown)
-    filters = None if agent_id is None else {"agent_id": agent_id}
-    admits = SearchFilters.coerce(filters).admits  # a linked memory is shown only where a search would show it
+    scoped = for_agent(SearchFilters.coerce(filters), agent_id)
+    filters = None if filters is None and agent_id is None else scoped
+    admits = scoped.admits  # a linked, preloaded or reused line is shown only where a search would show it
     hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now, filters=filters)
     if ASKS_HABIT.search(query):  # "what do I usually order?": the habit that stands for the hits found
@@ -110,7 +113,7 @@ def recall(
     else:
         preloaded = _still_held(memory, reused[1], user_id, tenant_id) if reused is not None else []
     seen = {h.memory_id for h in hits}
-    return hits + [h for h in preloaded if h.memory_id not in seen]
+    return hits + [h for h in preloaded if h.memory_id not in seen and admits(h.record)]
 
 
 def _still_held(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id: str | None) -> list[SearchHit]:
@@ -196,9 +199,10 @@ async def arecall(
     shown: Iterable[str] = (),
     agent_id: str | None = None,
     now: datetime | None = None,
+    filters: SearchFilters | Mapping[str, Any] | None = None,
 ) -> list[SearchHit]:
     """Async twin of :func:`recall` (runs it in a worker thread)."""
     return await asyncio.to_thread(
         recall, memory, query, user_id=user_id, session_id=session_id, top_k=top_k, tenant_id=tenant_id,
-        shown=list(shown), agent_id=agent_id, now=now,
+        shown=list(shown), agent_id=agent_id, now=now, filters=filters,
     )

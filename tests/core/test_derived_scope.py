@@ -181,3 +181,20 @@ def test_a_private_keyed_write_never_takes_over_a_shared_key(memory: Memory) -> 
     # the shared layer's writer may still change it
     again = memory.save_memory("The budget is 1300 euros.", user_id="u", key="budget", wait=True)
     assert again.memory_id == shared.memory_id and again.content == "The budget is 1300 euros."
+
+
+def test_recall_filters_reach_the_preload_and_its_reuse(memory: Memory) -> None:
+    for text in ("I live in Leeds.", "My Avios number is 4417-2208.", "Our budget for work trips is 900 pounds."):
+        memory.save_memory(text, user_id="u")
+    aisle = memory.save_memory("I always take an aisle seat on flights.", user_id="u", source="web", wait=True)
+    memory.confirm_memory(aisle.memory_id, user_id="u")
+    memory.flush()
+    opening = "Can you help me plan my business trip to Madrid next week?"
+    assert aisle.memory_id in {h.memory_id for h in recall(memory, opening, user_id="u", session_id="a")}
+    trusted = {"trusts": ["high", "medium"]}
+    for query in (opening, "What time should I leave for the airport?"):
+        hits = recall(memory, query, user_id="u", session_id="b", filters=trusted)
+        assert hits and all(h.record.trust is not Trust.LOW for h in hits), [h.content for h in hits]
+    # the filters of a later turn apply to what an earlier turn of the task preloaded
+    again = recall(memory, "What time should I leave for the airport?", user_id="u", session_id="a", filters=trusted)
+    assert aisle.memory_id not in {h.memory_id for h in again}
