@@ -48,7 +48,7 @@ attrs = st.fixed_dictionaries({
     "half_life": st.sampled_from([3.0, 30.0, 90.0, 400.0]), "session": st.sampled_from(["s1", "s2", "s3"]),
 })
 scoped = st.tuples(st.sampled_from(AGENTS), attrs)
-changes = st.lists(st.tuples(st.sampled_from(CHANGES), scoped, scoped), min_size=1, max_size=3).map(
+changes = st.lists(st.tuples(st.sampled_from(CHANGES), scoped, scoped), min_size=2, max_size=3).map(
     lambda drawn: [(text, agent, a) for pair, *ends in drawn for text, (agent, a) in zip(pair, ends)])
 others = st.tuples(changes, st.lists(st.tuples(st.sampled_from(OTHERS), st.sampled_from(AGENTS), attrs),
                                      max_size=2)).map(lambda drawn: drawn[0] + drawn[1])
@@ -90,13 +90,15 @@ def _check_links(state: dict[str, MemoryRecord]) -> None:
 
 # a store's writes and maintenance take seconds per example: few examples, derandomized (the same ones on
 # every run and backend), and no shrinking (minutes here): a failure prints the example it found
-@hsettings(max_examples=8, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
+@hsettings(max_examples=10, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(habit=habit, others=others, preload_agent=st.sampled_from(AGENTS),
+       trusts=st.sampled_from([None, ("high",), ("high", "medium")]),
        tier=st.sampled_from([Tier.WARM, Tier.COLD]), moved=st.integers(min_value=0, max_value=3))
 def test_everything_derived_keeps_its_sources_limits(store: Memory, habit: tuple[str | None, list[dict[str, Any]]],
                                                      others: list[tuple[str, str | None, dict[str, Any]]],
-                                                     preload_agent: str | None, tier: Tier, moved: int) -> None:
+                                                     preload_agent: str | None, trusts: tuple[str, ...] | None,
+                                                     tier: Tier, moved: int) -> None:
     mem, tenant, user = store, uuid.uuid4().hex[:12], "u"
     agent, members = habit
     writes = [(text, agent, a) for text, a in zip(BOOKINGS, members)] + others
@@ -170,10 +172,11 @@ def test_everything_derived_keeps_its_sources_limits(store: Memory, habit: tuple
         assert TRUST_RANK[e.trust] <= TRUST_RANK[DEFAULT_TRUST[e.source]]
         assert e.source is Source.TOOL or TRUST_RANK[e.trust] <= TRUST_RANK[Trust.MEDIUM]
 
-    # preload through recall, then its reuse by the next turn: only the caller's scope, only active lines
+    # preload through recall, then its reuse by the next turn: only the caller's scope and trust, active lines
     for query in ("Can you help me plan my business trip to Madrid next week?", "What time should I leave?"):
         hits = recall(mem, query, user_id=user, tenant_id=tenant, agent_id=preload_agent, session_id="p",
-                      now=T0 + timedelta(days=4))
+                      now=T0 + timedelta(days=4), filters=None if trusts is None else {"trusts": list(trusts)})
+        assert trusts is None or all(h.record.trust.value in trusts for h in hits)
         event(f"preloaded: {sum('preload' in h.found_by for h in hits) > 0}")
         for h in hits:
             assert h.record.tenant_id == tenant and h.record.status is Status.ACTIVE
