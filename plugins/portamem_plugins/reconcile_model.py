@@ -107,8 +107,8 @@ def prompt(statements: Sequence[MemoryRecord], candidates: Mapping[str, Sequence
         (f"Earlier turns:\n{earlier}\n\n" if earlier else "")
         + f"Latest user message: \"{_clip(turn.user, 800)}\"\nAssistant's reply: \"{_clip(turn.assistant)}\"\n\n"
         + "New statements and the stored memories they may be about:\n" + "\n".join(lines) + "\n\n"
-        + 'Answer {"decisions": [{"statement": "S1", "action": "update", "target": "M1", "reason": "...", '
-        + '"part": null}]}, one decision per statement and memory it is about.'
+        + 'Answer {"decisions": [{"statement": "S1", "action": "add", "target": null, "reason": "<why, in a few '
+        + 'words>", "part": null}]}, one decision per statement, and one per memory it is about.'
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], s_keys, m_keys, shown
 

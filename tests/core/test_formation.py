@@ -356,3 +356,16 @@ def test_an_unreachable_model_keeps_the_backlog_waiting_while_the_rules_serve(me
     memory.formation.notify()
     memory.flush(60)
     assert memory.stats().formation.pending == 0 and memory.stats().formation.last_error is None
+
+
+def test_a_model_that_updates_whatever_it_is_shown_changes_nothing_unrelated(memory: Memory) -> None:
+    def everything(statements: dict[str, str], memories: dict[str, str]) -> str:
+        return json.dumps({"decisions": [{"statement": s, "action": "update", "target": m, "reason": "..."}
+                                         for s in statements for m in memories]})
+    memory.formation.model = scripted(everything)
+    club = memory.add_turn("My club is Salford Harriers, we do track on Tuesdays.", "Nice.", user_id="ana")[0]
+    memory.flush(60)
+    memory.add_turn("I've signed up for the Wilmslow Half on 17 March.", "Good luck!", user_id="ana")
+    memory.flush(60)
+    assert memory.get_memory(club.memory_id, user_id="ana").status is Status.ACTIVE
+    assert memory.stats().formation.refused >= 1

@@ -243,6 +243,12 @@ _OTHERS = re.compile(
     r"爷爷|奶奶|外公|外婆|狗|猫)", re.I)
 
 
+def _shared_words(a: MemoryRecord, b: MemoryRecord) -> frozenset[str]:
+    """The content words two memories have in common, units of time aside: a change, repeat or delete
+    between two texts that share none is a model's guess the rules cannot back."""
+    return frozenset(w for w in content_words(a.content) & content_words(b.content) if w not in _TIME_UNITS)
+
+
 def _subjects(record: MemoryRecord) -> set[str]:
     """Whom a memory is about: its statements' subjects, else the person or pet of the user's world
     its text names ("my father has ..."), else the user."""
@@ -265,6 +271,8 @@ def check(parts: Components, decision: Decision, statements: Mapping[str, Memory
         return f"{decision.target_id} is not among the memories shown for {statement.memory_id}"
     if not _in_scope(statement, target):
         return f"{target.memory_id} is outside the writer's scope"
+    if target.superseded_by != statement.memory_id and not _shared_words(statement, target):
+        return f"{statement.memory_id} and {target.memory_id} share no word: the rules see nothing linking them"
     if decision.action not in _CHANGING:
         return None
     if target.trust is Trust.HIGH and TRUST_RANK[statement.trust] < TRUST_RANK[Trust.HIGH]:
