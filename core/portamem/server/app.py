@@ -192,11 +192,21 @@ def create_app(state: ServerState) -> FastAPI:
         with acting_as(who.key_id):
             return await q.run(fn, user=None if user_id is None else (who.tenant_id, user_id), tenant=who.tenant_id)
 
-    async def on_memory(who: Principal, user_id: str, ids: Sequence[str], call: Any) -> Any:
-        """Run ``call`` (an awaitable factory) for memories of ``user_id``; 404 alike for missing and out of scope."""
+    async def on_memory(who: Principal, user_id: str, ids: Sequence[str], call: Any,
+                        key_namespace: str | None = None) -> Any:
+        """Run ``call`` (an awaitable factory) for memories of ``user_id``; 404 alike for missing and out of scope.
+        A key bound to agents acts only on its agents' own memories (``portamem.write.scope``): never the
+        shared layer's nor another agent's. With ``key_namespace``, ``ids`` are keys of that namespace."""
         if not who.may_act_for(user_id):
             raise _not_found(ids)
         try:
+            if who.agents is not None:
+                held = await asyncio.to_thread(
+                    lambda: [mem.get_memory(i, user_id=user_id, tenant_id=who.tenant_id) if key_namespace is None
+                             else mem.get_by_key(i, user_id=user_id, key_namespace=key_namespace,
+                                                 tenant_id=who.tenant_id) for i in ids])
+                if any(r.agent_id not in who.agents for r in held):
+                    raise _not_found(ids)
             return await call()
         except NotFoundError:
             raise _not_found(ids) from None
@@ -443,7 +453,8 @@ def create_app(state: ServerState) -> FastAPI:
         """Soft-delete the memory under a key; a later write under it revives the key."""
         who.check_write()
         memory_id = await on_memory(who, user_id, [key], lambda: write(who, lambda: mem.forget_by_key(
-            key, user_id=user_id, key_namespace=key_namespace, tenant_id=who.tenant_id), user_id=user_id))
+            key, user_id=user_id, key_namespace=key_namespace, tenant_id=who.tenant_id), user_id=user_id),
+            key_namespace=key_namespace)
         return {"forgotten": memory_id}
 
     @app.post("/v1/keyed/list", tags=["keyed"])
