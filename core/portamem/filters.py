@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Mapping
@@ -9,7 +11,17 @@ from typing import Any, Mapping
 from .errors import ValidationError
 from .records import MemoryRecord, MemoryType, Source, Status, Tier, Trust, from_iso
 
-__all__ = ["SearchFilters", "for_agent"]
+__all__ = ["SearchFilters", "MetadataFilter", "MetadataCondition", "METADATA_OPERATORS", "for_agent"]
+
+#: the operators of a metadata filter (a bare value means ``$eq``)
+METADATA_OPERATORS: tuple[str, ...] = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists")
+#: a key names a field this many levels deep at most ("a.b.c.d"), and a filter holds this many conditions
+METADATA_MAX_DEPTH = 4
+METADATA_MAX_CONDITIONS = 64
+#: the longest list ``$in`` / ``$nin`` take
+METADATA_MAX_LIST = 1000
+_MISSING = object()
+_BAD_KEY = re.compile(r'["\\\x00-\x1f]')
 
 
 def _enum_tuple(name: str, enum: type, value: Any) -> tuple[Any, ...] | None:
@@ -38,6 +50,165 @@ def _tiers(value: Any) -> tuple[Tier, ...] | None:
     return None if tiers is None else tuple(dict.fromkeys(tiers))
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _scalar(where: str, value: Any) -> Any:
+    """An operand of ``$eq`` / ``$ne`` / ``$in`` / ``$nin``: a string, a finite number, a boolean or null."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if _is_number(value):
+        if not math.isfinite(value):
+            raise ValidationError(f"metadata filter {where}: {value!r} is not a finite number")
+        return value
+    raise ValidationError(f"metadata filter {where}: expected a string, number, boolean or null, "
+                          f"got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class MetadataCondition:
+    """One test of one metadata field: ``path`` (the dotted key split), an operator of
+    ``METADATA_OPERATORS`` and its operand (a tuple for ``$in`` / ``$nin``)."""
+
+    path: tuple[str, ...]
+    op: str
+    value: Any
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
+
+    def test(self, metadata: Mapping[str, Any]) -> bool:
+        """This condition on one record's metadata: the semantics every store's SQL and the read
+        replica's columns follow. Comparisons are typed: a number matches only numbers (``2`` equals
+        ``2.0``; ``True`` is not ``1``), a string only strings (ordered by code point); ``$eq: None``
+        matches null or missing, ``$ne`` and ``$nin`` match a missing field."""
+        v: Any = metadata
+        for part in self.path:
+            if not isinstance(v, Mapping) or part not in v:
+                v = _MISSING
+                break
+            v = v[part]
+        op = self.op
+        if op == "$exists":
+            return (v is not _MISSING) == self.value
+        if op in ("$eq", "$ne", "$in", "$nin"):
+            operands = self.value if op in ("$in", "$nin") else (self.value,)
+            hit = any(_equal(v, x) for x in operands)
+            return hit if op in ("$eq", "$in") else not hit
+        x = self.value
+        if _is_number(x):
+            if not _is_number(v):
+                return False
+        elif not isinstance(v, str):
+            return False
+        return {"$gt": v > x, "$gte": v >= x, "$lt": v < x, "$lte": v <= x}[op]
+
+
+def _equal(v: Any, x: Any) -> bool:
+    if x is None:
+        return v is _MISSING or v is None
+    if isinstance(x, bool):
+        return isinstance(v, bool) and v == x
+    if _is_number(x):
+        return _is_number(v) and v == x
+    return isinstance(v, str) and v == x
+
+
+@dataclass(frozen=True)
+class MetadataFilter:
+    """Conditions on a memory's ``metadata``, all of which must hold (AND across keys), applied
+    before ranking like every other filter. Written as a mapping::
+
+        {"project": "apollo", "priority": {"$gte": 2}, "owner.team": {"$in": ["core", "infra"]}}
+
+    A bare value means ``$eq``; a dotted key reaches into nested objects (at most
+    ``METADATA_MAX_DEPTH`` levels). Several operators under one key all apply."""
+
+    conditions: tuple[MetadataCondition, ...]
+
+    @classmethod
+    def coerce(cls, value: MetadataFilter | Mapping[str, Any] | None) -> MetadataFilter | None:
+        """The filter checked from its mapping form; None (and an empty mapping) is no filter."""
+        if value is None or isinstance(value, MetadataFilter):
+            return value or None
+        if not isinstance(value, Mapping):
+            raise ValidationError(f"filter 'metadata' must be a mapping of keys to values or operator objects, "
+                                  f"got {type(value).__name__}")
+        out: list[MetadataCondition] = []
+        for key, spec in value.items():
+            path = _metadata_path(key)
+            if isinstance(spec, Mapping):
+                if not spec:
+                    raise ValidationError(f"metadata filter {key!r}: an empty operator object; use one of "
+                                          f"{list(METADATA_OPERATORS)}")
+                plain = [k for k in spec if not (isinstance(k, str) and k.startswith("$"))]
+                if plain:
+                    raise ValidationError(
+                        f"metadata filter {key!r}: a nested object is not a value to match; name a nested "
+                        f"field with a dotted key (e.g. '{key}.{plain[0]}') and use operators "
+                        f"{list(METADATA_OPERATORS)}")
+                out.extend(_condition(path, op, operand) for op, operand in spec.items())
+            elif isinstance(spec, (list, tuple)):
+                raise ValidationError(f"metadata filter {key!r}: a list is not a value to match; "
+                                      f"to match any of several values write {{'{key}': {{'$in': [...]}}}}")
+            else:
+                out.append(_condition(path, "$eq", spec))
+        if len(out) > METADATA_MAX_CONDITIONS:
+            raise ValidationError(f"metadata filter has {len(out)} conditions; at most {METADATA_MAX_CONDITIONS}")
+        return cls(tuple(out)) if out else None
+
+    def admits(self, metadata: Mapping[str, Any] | None) -> bool:
+        meta = metadata or {}
+        return all(c.test(meta) for c in self.conditions)
+
+    def to_json(self) -> dict[str, dict[str, Any]]:
+        """The mapping form (what ``coerce`` reads), for a filter that travels as JSON."""
+        out: dict[str, dict[str, Any]] = {}
+        for c in self.conditions:
+            out.setdefault(c.key, {})[c.op] = list(c.value) if isinstance(c.value, tuple) else c.value
+        return out
+
+
+def _metadata_path(key: Any) -> tuple[str, ...]:
+    if not isinstance(key, str) or not key:
+        raise ValidationError(f"metadata filter keys must be non-empty strings, got {key!r}")
+    if key.startswith("$"):
+        raise ValidationError(f"metadata filter: {key!r} is not a key (operators go under a key: "
+                              f"{{'priority': {{'$gte': 2}}}}); keys are ANDed, '$and' / '$or' are not supported")
+    path = tuple(key.split("."))
+    if len(path) > METADATA_MAX_DEPTH:
+        raise ValidationError(f"metadata filter key {key!r} is {len(path)} levels deep; at most {METADATA_MAX_DEPTH}")
+    if any(not p or _BAD_KEY.search(p) for p in path) or len(key) > 256:
+        raise ValidationError(f"metadata filter key {key!r}: each dotted part must be non-empty, without quotes, "
+                              "backslashes or control characters, and the key at most 256 characters")
+    return path
+
+
+def _condition(path: tuple[str, ...], op: Any, operand: Any) -> MetadataCondition:
+    where = f"{'.'.join(path)!r} {op}"
+    if op not in METADATA_OPERATORS:
+        raise ValidationError(f"metadata filter {'.'.join(path)!r}: unknown operator {op!r}; "
+                              f"known: {list(METADATA_OPERATORS)}")
+    if op == "$exists":
+        if not isinstance(operand, bool):
+            raise ValidationError(f"metadata filter {where} takes true or false, got {operand!r}")
+        return MetadataCondition(path, op, operand)
+    if op in ("$in", "$nin"):
+        if not isinstance(operand, (list, tuple)):
+            raise ValidationError(f"metadata filter {where} takes a list of values, got {type(operand).__name__}")
+        if len(operand) > METADATA_MAX_LIST:
+            raise ValidationError(f"metadata filter {where} lists {len(operand)} values; at most {METADATA_MAX_LIST}")
+        return MetadataCondition(path, op, tuple(_scalar(where, v) for v in operand))
+    if op in ("$eq", "$ne"):
+        return MetadataCondition(path, op, _scalar(where, operand))
+    if isinstance(operand, str) or (_is_number(operand) and math.isfinite(operand)):
+        return MetadataCondition(path, op, operand)
+    raise ValidationError(f"metadata filter {where} compares with a finite number or a string, "
+                          f"got {operand!r}")
+
+
 @dataclass(frozen=True)
 class SearchFilters:
     """Restrictions applied before ranking. Every value is checked; unknown keys are an error."""
@@ -57,6 +228,8 @@ class SearchFilters:
     #: is thin); listing and maintenance read hot and warm. The cold tier is searched and listed only
     #: when named.
     tiers: tuple[Tier, ...] | None = None
+    #: conditions on ``metadata`` (``MetadataFilter``), applied before ranking like the rest
+    metadata: MetadataFilter | None = None
 
     @classmethod
     def coerce(cls, value: SearchFilters | Mapping[str, Any] | None) -> SearchFilters:
@@ -94,6 +267,7 @@ class SearchFilters:
             created_before=created_before,
             min_importance=None if min_imp is None else float(min_imp),
             tiers=_tiers(v.get("tiers")),
+            metadata=MetadataFilter.coerce(v.get("metadata")),
         )
 
     def admits(self, record: MemoryRecord) -> bool:
@@ -110,6 +284,7 @@ class SearchFilters:
             and (self.created_before is None or created <= self.created_before.timestamp())
             and (self.min_importance is None or record.importance >= self.min_importance)
             and (self.tiers is None or record.tier in self.tiers)
+            and (self.metadata is None or self.metadata.admits(record.metadata))
         )
 
     @property

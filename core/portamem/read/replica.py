@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..filters import SearchFilters
-from ..records import MemoryRecord, MemoryType, Source, Trust
+from ..records import MemoryRecord, MemoryType, Source, Tier, Trust
 from ..storage.sql import RecordStore
 from ..storage.vectors import MilvusVectorIndex, VectorHit, opt_key
+from .metacols import MetaColumns
 
 __all__ = ["UserVectors", "VectorReader"]
 
@@ -30,6 +32,8 @@ _SOURCE = {s.value: i for i, s in enumerate(Source)}
 _TRUST = {t.value: i for i, t in enumerate(Trust)}
 #: bytes per row beside the vector: id string and dict slot, the filter columns
 _ROW_OVERHEAD = 160
+#: a metadata-filtered search of a user outside the replica scores up to this many admitted rows itself
+EXACT_ADMITTED = 2048
 
 
 class UserVectors:
@@ -45,10 +49,12 @@ class UserVectors:
         self.n = 0
         self.dead = 0
         self.lock = threading.Lock()
+        #: each row's metadata, and columns of the keys a filter named (``read.metacols``)
+        self.meta = MetaColumns()
         if n:
             self.mat[:n] = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(n, dim)
             for i, r in enumerate(rows):
-                self._fields(i, r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8])
+                self._fields(i, r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] if len(r) > 9 else None)
             self.n = n
 
     def _alloc(self, cap: int) -> None:
@@ -64,7 +70,8 @@ class UserVectors:
             setattr(self, name, fresh)
 
     def _fields(self, i: int, memory_id: str, mtype: str, source: str, trust: str, session: str | None,
-                agent: str | None, created: float, importance: float) -> None:
+                agent: str | None, created: float, importance: float, metadata: Any = None) -> None:
+        self.meta.set(i, metadata)
         if i == len(self.ids):
             self.ids.append(memory_id)
         else:
@@ -91,7 +98,7 @@ class UserVectors:
                     self.dead -= 1
                 self.mat[i] = np.asarray(r.embedding, dtype=np.float32)
                 self._fields(i, r.memory_id, r.type.value, r.source.value, r.trust.value, r.session_id, r.agent_id,
-                             r.created_at.timestamp(), float(r.importance))
+                             r.created_at.timestamp(), float(r.importance), r.metadata)
 
     def delete(self, memory_ids: Collection[str]) -> None:
         with self.lock:
@@ -101,6 +108,7 @@ class UserVectors:
                     self.alive[i] = False
                     self.mat[i] = 0.0  # a forgotten memory's vector leaves memory now, not at the next compaction
                     self.ids[i] = None
+                    self.meta.set(i, None)
                     self.dead += 1
             if self.dead > 64 and self.dead * 4 > self.n:
                 self._compact()
@@ -111,6 +119,7 @@ class UserVectors:
             col = getattr(self, name)
             col[:len(keep)] = col[keep]
         self.ids = [self.ids[i] for i in keep]
+        self.meta.reset([self.meta.rows[i] for i in keep])
         self.pos = {m: i for i, m in enumerate(self.ids) if m is not None}
         self.n, self.dead = len(keep), 0
 
@@ -135,6 +144,8 @@ class UserVectors:
             parts.append(self.created[:n] <= f.created_before.timestamp())
         if f.min_importance is not None:
             parts.append(self.importance[:n] >= f.min_importance)
+        if f.metadata is not None:
+            parts.append(self.meta.mask(f.metadata, n))
         if not parts:
             return None
         mask = parts[0].copy()
@@ -275,8 +286,34 @@ class VectorReader:
                filters: SearchFilters) -> list[VectorHit]:
         uv = self._resident((tenant_id, user_id))
         if uv is None:
+            if filters.metadata is not None:
+                return self._search_admitted(tenant_id, user_id, vector, k, filters)
             return self.index.search(tenant_id, user_id, vector, k, filters)
         return uv.search(np.asarray(vector, dtype=np.float32)[None, :], k, filters)[0]
+
+    def _search_admitted(self, tenant_id: str, user_id: str, vector: np.ndarray, k: int,
+                         filters: SearchFilters) -> list[VectorHit]:
+        """A metadata-filtered search of a user the replica does not hold: Milvus holds no metadata,
+        so the store names the rows the filters admit, and the nearest k are found among those alone
+        (scored here when they are few, or when the index cannot reach k of them)."""
+        allowed = self.store.admitted_ids(tenant_id, user_id, replace(filters, tiers=(Tier.HOT,)))
+        if not allowed:
+            return []
+        if len(allowed) > EXACT_ADMITTED:
+            hits = self.index.search(tenant_id, user_id, vector, k, filters, only=allowed)
+            if len(hits) >= min(k, len(allowed)):
+                return hits
+        q = np.asarray(vector, dtype=np.float32)
+        scored: list[VectorHit] = []
+        ids = sorted(allowed)
+        for start in range(0, len(ids), 4096):
+            found = self.store.vectors(tenant_id, user_id, ids[start:start + 4096], self.model)
+            if found:
+                names = list(found)
+                scores = np.stack([found[m] for m in names]) @ q
+                scored += [VectorHit(m, float(s)) for m, s in zip(names, scores.tolist())]
+                scored = sorted(scored, key=lambda h: -h.score)[:k]
+        return scored
 
     def vectors(self, tenant_id: str, user_id: str, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of these ids (float32): the replica's rows, the store's for the rest (rows not

@@ -28,6 +28,7 @@ from ..filters import SearchFilters
 from ..records import MemoryRecord, Status, Tier, Turn
 from ..text import tokenize
 from .dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
+from .metadata_sql import MetadataMatch, metadata_sql
 from . import fast
 from .keywords import PostingsKeywordIndex, keyword_md
 from .termcache import TermCache
@@ -400,6 +401,8 @@ class RecordStore:
             clauses.append(c.importance >= f.min_importance)
         if f.tiers is not None:  # the cold tier is not in this table: it adds nothing here
             clauses.append(c.tier.in_([t.value for t in f.tiers]))
+        if f.metadata is not None:
+            clauses.append(MetadataMatch(c.metadata, f.metadata))
         return clauses
 
     @staticmethod
@@ -429,6 +432,8 @@ class RecordStore:
         if f.tiers is not None:
             parts.append(f"tier IN ({fast.marks(len(f.tiers))})")
             params += [t.value for t in f.tiers]
+        if f.metadata is not None:
+            parts.append(metadata_sql(f.metadata, "metadata", "sqlite", lambda v: params.append(v) or "?"))
         return " AND ".join(parts), params
 
     def get_by_key(self, tenant_id: str, user_id: str, key_namespace: str, key: str) -> MemoryRecord | None:
@@ -631,6 +636,13 @@ class RecordStore:
         with self.engine.connect() as conn:
             return int(conn.execute(q).scalar() or 0)
 
+    def admitted_ids(self, tenant_id: str, user_id: str, filters: SearchFilters) -> set[str]:
+        """The ids of the user's rows the filters admit (a vector search the index cannot filter
+        itself, a metadata filter, is confined to them)."""
+        q = sa.select(memories.c.memory_id).where(*self._scope(tenant_id, user_id), *self._filter_clauses(filters))
+        with self.engine.connect() as conn:
+            return {r[0] for r in conn.execute(q)}
+
     def user_count(self, tenant_id: str, user_id: str) -> int:
         """The user's number of records, every status, as ``count(tenant_id, user_id)`` gives it, from
         the keyword index's counters (one key lookup instead of a scan of the user's rows)."""
@@ -779,12 +791,12 @@ class RecordStore:
         if self.is_sqlite:
             with self.engine.connect() as conn:
                 return fast.driver(conn).execute(
-                    "SELECT memory_id, embedding, type, source, trust, session_id, agent_id, created_at, importance "
-                    "FROM memories WHERE tenant_id = ? AND user_id = ? AND status = ? AND embedding_model = ? "
+                    "SELECT memory_id, embedding, type, source, trust, session_id, agent_id, created_at, importance, "
+                    "metadata FROM memories WHERE tenant_id = ? AND user_id = ? AND status = ? AND embedding_model = ? "
                     "AND embedding IS NOT NULL AND tier = ? ORDER BY pk",
                     (tenant_id, user_id, Status.ACTIVE.value, model, tier.value)).fetchall()
         q = sa.select(c.memory_id, c.embedding, c.type, c.source, c.trust, c.session_id, c.agent_id,
-                      c.created_at, c.importance).where(
+                      c.created_at, c.importance, c.metadata).where(
             *self._scope(tenant_id, user_id), c.status == Status.ACTIVE.value, c.embedding_model == model,
             c.embedding.is_not(None), c.tier == tier.value).order_by(c.pk)
         with self.engine.connect() as conn:

@@ -33,15 +33,17 @@ import os
 import re
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 import numpy as np
 
 from ..errors import StoreError, StoreLockedError, StoreOpenError, StoreUnreachableError
 from ..filters import SearchFilters
 from ..records import MemoryRecord, MemoryType, Source, Trust
+from .quiet import LOCAL_CHANNEL_OPTIONS, lite_iteration
 
 __all__ = ["MilvusVectorIndex", "VectorHit", "scope_key", "collection_name", "collection_schema", "opt_key"]
 
@@ -121,6 +123,8 @@ class MilvusVectorIndex:
     INDEX_WAIT_S = 10.0
     #: every query of every row ("" needs a limit on a server)
     _ALL = 'id != ""'
+    #: the most hits one search asks of Milvus (its ``topk`` limit)
+    MAX_LIMIT = 16384
 
     def __init__(
         self,
@@ -169,6 +173,8 @@ class MilvusVectorIndex:
             kwargs: dict[str, Any] = {"uri": uri}
             if token:
                 kwargs["token"] = token
+            if self._local:  # an in-process server: no keepalive pings for it to refuse (``storage.quiet``)
+                kwargs["grpc_options"] = dict(LOCAL_CHANNEL_OPTIONS)
             try:
                 self.client = MilvusClient(**kwargs)
             except Exception as exc:
@@ -442,10 +448,15 @@ class MilvusVectorIndex:
 
     # ---------------------------------------------------------------- reads
     def search(
-        self, tenant_id: str, user_id: str, vector: np.ndarray, k: int, filters: SearchFilters
+        self, tenant_id: str, user_id: str, vector: np.ndarray, k: int, filters: SearchFilters,
+        only: Collection[str] | None = None,
     ) -> list[VectorHit]:
+        """The k nearest within the scope the filters admit; ``only``: among these ids alone (what a
+        filter the index cannot express admits, as the store found it). Then the index is asked for
+        more hits, four times as many each time, until k of them are among ``only`` or the scope has
+        no more (at most ``MAX_LIMIT``: the caller scores the ids itself when fewer come back)."""
         return self._query(scope_key(tenant_id, user_id), [np.asarray(vector, dtype=np.float32).tolist()], k,
-                           filters)[0]
+                           filters, only)[0]
 
     def nearest(self, records: Sequence[MemoryRecord], k: int = 3) -> dict[str, list[VectorHit]]:
         """For each record (by id), its k nearest active neighbours in its tenant+user, one call per scope."""
@@ -459,29 +470,36 @@ class MilvusVectorIndex:
         return out
 
     def _query(
-        self, key: int, vectors: list[list[float]], k: int, filters: SearchFilters
+        self, key: int, vectors: list[list[float]], k: int, filters: SearchFilters,
+        only: Collection[str] | None = None,
     ) -> list[list[VectorHit]]:
         """The k nearest of each vector within one scope: the index's hits and the scope's noted
         writes, scored exactly beside them (a noted delete or newer version hides the index's row)."""
         hidden, noted = self._overlay(key) if self.deferred else (set(), [])
         partition = self._partition(key)
         found: list[list[VectorHit]] = [[] for _ in vectors]
-        if self._has_partition(partition):
+        limit = min(k + len(hidden), self.MAX_LIMIT)
+        while self._has_partition(partition):
             with self._lock:
                 result = self.client.search(
                     self.name,
                     data=vectors,
                     anns_field="vec",
-                    limit=k + len(hidden),
+                    limit=limit,
                     filter=self._expression(key, filters),
                     partition_names=[partition],
                     search_params={"metric_type": "COSINE"},
                     output_fields=[],
                     **self._consistency,
                 )
-            found = [[VectorHit(str(h["id"]), float(h["distance"])) for h in hits if str(h["id"]) not in hidden]
+            found = [[VectorHit(str(h["id"]), float(h["distance"])) for h in hits
+                      if str(h["id"]) not in hidden and (only is None or str(h["id"]) in only)]
                      for hits in result]
-        noted = [row for row in noted if _admits(row, filters)]
+            if only is None or limit >= self.MAX_LIMIT or all(len(f) >= k for f in found) \
+                    or all(len(hits) < limit for hits in result):
+                break
+            limit = min(limit * 4, self.MAX_LIMIT)
+        noted = [row for row in noted if _admits(row, filters) and (only is None or row["id"] in only)]
         if not noted:
             return [hits[:k] for hits in found]
         mat = np.stack([row["vec"] for row in noted]).astype(np.float32)
@@ -529,7 +547,7 @@ class MilvusVectorIndex:
     def ids(self) -> set[str]:
         self.drain()
         out: set[str] = set()
-        with self._lock:
+        with self._lock, lite_iteration() if self.lite else nullcontext():  # milvus-lite has no mvccTs to give
             it = self.client.query_iterator(self.name, batch_size=5000, filter=self._ALL, output_fields=["id"],
                                             **self._consistency)
             try:

@@ -1,0 +1,163 @@
+"""Metadata filters: one semantics on every path a search takes (the store's SQL on SQLite and
+PostgreSQL, the read replica's columns, the Milvus path of a user outside the replica, the queued
+rows, the warm tier), applied before ranking, and a typed error for a filter that is not one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from portamem import Memory
+from portamem.embeddings import Embedder
+from portamem.errors import ValidationError
+from portamem.filters import MetadataFilter, SearchFilters
+
+#: every kind of value a field can hold, and a missing field
+VALUES: list[Any] = ["<missing>", None, True, False, 0, 1, 2, 2.5, -3, "2", "apollo", "Apollo", "b", "中文",
+                     "été", [1, 2], {"x": 1}]
+OPERANDS: list[Any] = [None, True, False, 1, 2, 2.0, "2", "apollo", "中文", "été"]
+CONDITIONS: list[dict[str, Any]] = (
+    [{"$eq": x} for x in OPERANDS] + [{"$ne": x} for x in OPERANDS]
+    + [{"$in": [1, "apollo", None]}, {"$in": [True, 2.5]}, {"$in": []}, {"$nin": [1, "apollo", None]},
+       {"$nin": [False]}, {"$nin": []}]
+    + [{op: x} for op in ("$gt", "$gte", "$lt", "$lte") for x in (1, 2, 0.5, "b", "B", "中", "apollo")]
+    + [{"$exists": True}, {"$exists": False}, {"$gte": 0, "$lt": 2}]
+)
+
+
+def _metadata(i: int, value: Any) -> dict[str, Any]:
+    if value == "<missing>":
+        return {"n": i}
+    return {"n": i, "v": value, "o": {"t": value}, "键": value}
+
+
+def _fill(mem: Memory, user: str = "u") -> dict[str, dict[str, Any]]:
+    for i, value in enumerate(VALUES):
+        mem.save_memory(f"Note {i} about the rocket launch checklist", user_id=user, metadata=_metadata(i, value))
+    mem.flush()
+    return {r.memory_id: r.metadata for r in mem.list_memories(user_id=user)}
+
+
+def _expected(metas: dict[str, dict[str, Any]], f: MetadataFilter) -> set[str]:
+    return {m for m, meta in metas.items() if f.admits(meta)}
+
+
+@pytest.fixture
+def pair(settings: Any, embedder: Embedder, tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
+    """The same records in a store whose users the replica holds, and in one where Milvus serves them."""
+    a = Memory(settings=settings, embedder=embedder)
+    b = Memory(settings=settings.replace(path=str(tmp_path / "nores"), db_url=None, vector_uri=None,
+                                         replica_budget_mb=0.0)
+               if settings.db_url is None else settings.replace(replica_budget_mb=0.0, tenant_id="other"),
+               embedder=embedder)
+    yield a, b
+    b.close()
+    a.close()
+
+
+def test_semantics_agree_on_every_path(pair: tuple[Memory, Memory]) -> None:
+    """Python, the store's SQL (SQLAlchemy and SQLite's raw fast path), the replica's columns and the
+    Milvus path admit exactly the same rows for every operator and every kind of stored value."""
+    for mem in pair:
+        metas = _fill(mem)
+        tenant = mem.tenant_id
+        qvec = np.asarray(mem.embedder.embed(["rocket launch checklist"], kind="query")[0], dtype=np.float32)
+        for cond in CONDITIONS:
+            for key in ("v", "o.t", "键"):
+                f = MetadataFilter.coerce({key: cond})
+                assert f is not None
+                want = _expected(metas, f)
+                sf = SearchFilters(metadata=f)
+                where = f"{key} {cond}"
+                assert mem.store.admitted_ids(tenant, "u", sf) == want, where
+                assert {r.memory_id for r in mem.list_memories(user_id="u", filters={"metadata": {key: cond}})} \
+                    == want, where
+                assert {m for m, _ in mem.store.keyword_search(tenant, "u", "rocket checklist", sf, 100)} == want, where
+                got = {h.memory_id for h in mem.vectors.search(tenant, "u", qvec, 100, sf)}
+                assert got == want, where
+
+
+def test_filter_applies_before_ranking(memory: Memory) -> None:
+    """Many better matches outside the filter never push the one inside it out of the top k."""
+    for i in range(30):
+        memory.save_memory(f"The rocket launch checklist, copy {i}", user_id="u", metadata={"project": "gemini"})
+    memory.save_memory("Fuel the rocket before the launch", user_id="u", metadata={"project": "apollo", "priority": 3})
+    memory.save_memory("Apollo budget review is on Friday", user_id="u", metadata={"project": "apollo", "priority": 1})
+    memory.flush()
+    f = {"metadata": {"project": "apollo", "priority": {"$gte": 2}}}
+    for sources in (("vector",), ("keyword",), ("vector", "keyword", "entity")):
+        hits = memory.search_memory("rocket launch checklist and fuel", user_id="u", filters=f, top_k=1,
+                                     sources=sources)
+        assert [h.record.content for h in hits] == ["Fuel the rocket before the launch"], sources
+    # and a filter nothing matches gives nothing, never rows outside it
+    assert memory.search_memory("rocket", user_id="u", filters={"metadata": {"project": "mercury"}}) == []
+
+
+def test_queued_rows_are_filtered(stuck: tuple[Memory, Any, Any]) -> None:
+    """A search scores the user's rows the indexer has not reached yet: only those the filter admits."""
+    mem, _, _ = stuck
+    mem.save_memory("Pack the telescope for the trip", user_id="q", metadata={"trip": "alps"})
+    mem.save_memory("Pack the telescope lens cloth", user_id="q", metadata={"trip": "coast"})
+    hits = mem.search_memory("pack the telescope", user_id="q", filters={"metadata": {"trip": "coast"}},
+                             sources=("vector",))
+    assert [h.record.content for h in hits] == ["Pack the telescope lens cloth"]
+
+
+def test_warm_tier_is_filtered(memory: Memory) -> None:
+    for i, team in enumerate(["red", "blue", "red"]):
+        memory.save_memory(f"Team {team} standup notes number {i}", user_id="w", metadata={"team": team})
+    memory.flush()
+    ids = [r.memory_id for r in memory.list_memories(user_id="w")]
+    memory.set_tier(ids[:2], "warm", user_id="w")
+    memory.set_tier(ids[2:], "cold", user_id="w")
+    for tier, team in (("warm", "blue"), ("cold", "red")):
+        hits = memory.search_memory("standup notes", user_id="w", tiers=[tier], filters={"metadata": {"team": team}})
+        assert [h.record.metadata["team"] for h in hits] == [team], tier
+        listed = memory.list_memories(user_id="w", filters={"tiers": [tier], "metadata": {"team": team}})
+        assert [r.metadata["team"] for r in listed] == [team], tier
+
+
+def test_chinese_values_and_keys(memory: Memory) -> None:
+    memory.save_memory("项目周会在周五举行", user_id="zh", metadata={"项目": "阿波罗", "优先级": 3})
+    memory.save_memory("项目预算周一审核", user_id="zh", metadata={"项目": "双子座", "优先级": 5})
+    memory.flush()
+    hits = memory.search_memory("项目什么时候开会", user_id="zh", filters={"metadata": {"项目": "阿波罗"}})
+    assert [h.record.content for h in hits] == ["项目周会在周五举行"]
+    assert [r.content for r in memory.list_memories(user_id="zh", filters={"metadata": {"优先级": {"$gt": 4}}})] \
+        == ["项目预算周一审核"]
+
+
+@pytest.mark.parametrize("bad, says", [
+    ({"p": {"$regex": "a"}}, "unknown operator '$regex'"),
+    ({"p": {"$gt": None}}, "finite number or a string"),
+    ({"p": {"$gt": True}}, "finite number or a string"),
+    ({"p": {"$in": "a"}}, "takes a list"),
+    ({"p": {"$in": [[1]]}}, "expected a string, number"),
+    ({"p": {"$exists": "yes"}}, "true or false"),
+    ({"p": {"$eq": float("nan")}}, "not a finite number"),
+    ({"p": {"q": 1}}, "dotted key"),
+    ({"p": [1, 2]}, "'$in'"),
+    ({"p": {}}, "empty operator object"),
+    ({"$or": [{"p": 1}]}, "not supported"),
+    ({"a.b.c.d.e": 1}, "levels deep"),
+    ({"a..b": 1}, "non-empty"),
+    ({'a"b': 1}, "quotes"),
+    ("project", "must be a mapping"),
+])
+def test_bad_filters_are_typed_errors(memory: Memory, bad: Any, says: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        memory.search_memory("x", user_id="u", filters={"metadata": bad})
+    assert says in str(err.value)
+    with pytest.raises(ValidationError):
+        memory.list_memories(user_id="u", filters={"metadata": bad})
+
+
+def test_filter_round_trips_as_json() -> None:
+    spec = {"project": "apollo", "priority": {"$gte": 2, "$lt": 9}, "a.b": {"$in": [1, "x", None]}}
+    f = MetadataFilter.coerce(spec)
+    assert f is not None and MetadataFilter.coerce(f.to_json()) == f
+    assert MetadataFilter.coerce({}) is None
