@@ -71,8 +71,10 @@ def test_a_sessions_turns_in_one_list_apply_in_order_as_add_turn_does(
         assert len(commits) == len(turns)
         assert _window(grouped, "u") == expected_window == [(u, a) for u, a in turns[-3:]]
         assert sorted((r.type.value, r.content) for r in grouped.list_memories(user_id="u")) == expected
+        # each statement is kept as it is said, and what leaves the window is compressed as add_turn does it
+        assert sum(t == "semantic" for t, _ in expected) == len(turns)
         episodes = [r for res in results for r in res.records if r.type.value == "episodic"]
-        assert len(episodes) == len(turns) - 3
+        assert len(episodes) == sum(t == "episodic" for t, _ in expected)
 
 
 def test_a_turn_the_guard_refuses_fails_alone(memory: Memory) -> None:
