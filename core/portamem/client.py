@@ -80,7 +80,8 @@ def _filters(value: SearchFilters | Mapping[str, Any] | None) -> dict[str, Any] 
     if value is None:
         return None
     if isinstance(value, SearchFilters):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
+        return {f.name: value.metadata.to_json() if f.name == "metadata" and value.metadata is not None
+                else _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)
                 if getattr(value, f.name) is not None}
     if not isinstance(value, Mapping):
         raise ValidationError(f"filters must be a mapping or SearchFilters, got {type(value).__name__}")

@@ -57,12 +57,15 @@ def build_mcp(memory: Memory, *, user_id: str, name: str = "portamem") -> MCPSer
 
     @server.tool()
     @_reported
-    async def search_memory(query: str, top_k: int = 5, archive: bool = False) -> dict[str, Any]:
+    async def search_memory(query: str, top_k: int = 5, archive: bool = False,
+                            metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """The user's memories most relevant to the query, best first, and the lines to put in a prompt.
-        archive: also search the archive of old, rarely used memories (the cold tier)."""
+        archive: also search the archive of old, rarely used memories (the cold tier).
+        metadata: only memories whose metadata matches, e.g. {"project": "apollo", "priority": {"$gte": 2}}
+        (operators $eq $ne $in $nin $gt $gte $lt $lte $exists; every key must match)."""
         tiers = ("hot", "warm", "cold") if archive else None
         hits = await memory.asearch_memory(query, user_id=user_id, top_k=top_k, touch=True,  # a model reads them
-                                           tiers=tiers)
+                                           tiers=tiers, filters={"metadata": metadata} if metadata else None)
         out: dict[str, Any] = {
             "memories": [{"memory_id": h.memory_id, "content": h.content, "score": h.score,
                           "found_by": list(h.found_by), "created_at": to_iso(h.record.created_at),

@@ -89,11 +89,19 @@ class FlushRequest(_Body):
     timeout: float | None = Field(default=None, gt=0.0, le=600.0)
 
 
+#: what ``filters`` takes (``portamem.filters.SearchFilters``), for the API's readers
+FILTERS_DOC = (
+    "Hard filters applied before ranking: types, statuses, sources, trusts, session_id, agent_id, created_after, "
+    "created_before, min_importance, tiers, and metadata: {key: value or {operator: operand}} with operators "
+    "$eq $ne $in $nin $gt $gte $lt $lte $exists, every key ANDed, dotted keys for nested fields, e.g. "
+    '{"metadata": {"project": "apollo", "priority": {"$gte": 2}}}. A bad filter answers 422 naming what was wrong.')
+
+
 class SearchRequest(_Body):
     user_id: str = UserId
     query: str = Field(min_length=1, max_length=100_000)
     top_k: int | None = Field(default=None, ge=1, le=1000)
-    filters: dict[str, Any] | None = None
+    filters: dict[str, Any] | None = Field(default=None, description=FILTERS_DOC)
     #: leave out what this session's working window already shows
     window_session: str | None = Field(default=None, min_length=1, max_length=256)
     #: texts the prompt already shows
@@ -112,7 +120,7 @@ class SearchRequest(_Body):
 
 class ListRequest(_Body):
     user_id: str = UserId
-    filters: dict[str, Any] | None = None
+    filters: dict[str, Any] | None = Field(default=None, description=FILTERS_DOC)
     limit: int | None = Field(default=None, ge=1, le=10_000)
     offset: int = Field(default=0, ge=0, le=2**53)
 
