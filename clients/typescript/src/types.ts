@@ -67,7 +67,29 @@ export interface SearchFilters {
   min_importance?: number | null;
   /** storage tiers to search or list (default: hot and warm; the cold tier only when named) */
   tiers?: Tier[] | null;
+  /**
+   * conditions on `metadata`, all of which must hold, applied before ranking:
+   * `{ project: "apollo", priority: { $gte: 2 }, "owner.team": { $in: ["core", "infra"] } }`
+   */
+  metadata?: MetadataFilter | null;
 }
+
+/** A value a metadata condition compares with: numbers match numbers only, strings strings only. */
+export type MetadataScalar = string | number | boolean | null;
+/** The operators of one metadata key (several under one key all apply). */
+export interface MetadataOperators {
+  $eq?: MetadataScalar;
+  $ne?: MetadataScalar;
+  $in?: MetadataScalar[];
+  $nin?: MetadataScalar[];
+  $gt?: number | string;
+  $gte?: number | string;
+  $lt?: number | string;
+  $lte?: number | string;
+  $exists?: boolean;
+}
+/** Metadata key (dotted for a nested field, at most 4 levels) to a value (`$eq`) or operators. */
+export type MetadataFilter = Record<string, MetadataScalar | MetadataOperators>;
 
 // ---------------------------------------------------------------------- answers
 /** One memory (`MemoryRecord.to_dict`); times are ISO 8601 strings in UTC. */

@@ -799,7 +799,10 @@ export interface components {
         ListRequest: {
             /** User Id */
             user_id: string;
-            /** Filters */
+            /**
+             * Filters
+             * @description Hard filters applied before ranking: types, statuses, sources, trusts, session_id, agent_id, created_after, created_before, min_importance, tiers, and metadata: {key: value or {operator: operand}} with operators $eq $ne $in $nin $gt $gte $lt $lte $exists, every key ANDed, dotted keys for nested fields, e.g. {"metadata": {"project": "apollo", "priority": {"$gte": 2}}}. A bad filter answers 422 naming what was wrong.
+             */
             filters?: {
                 [key: string]: unknown;
             } | null;
@@ -888,7 +891,10 @@ export interface components {
             query: string;
             /** Top K */
             top_k?: number | null;
-            /** Filters */
+            /**
+             * Filters
+             * @description Hard filters applied before ranking: types, statuses, sources, trusts, session_id, agent_id, created_after, created_before, min_importance, tiers, and metadata: {key: value or {operator: operand}} with operators $eq $ne $in $nin $gt $gte $lt $lte $exists, every key ANDed, dotted keys for nested fields, e.g. {"metadata": {"project": "apollo", "priority": {"$gte": 2}}}. A bad filter answers 422 naming what was wrong.
+             */
             filters?: {
                 [key: string]: unknown;
             } | null;
