@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .entities import extract_entities, normalize_entity
 from .pipeline import Preload
 from .plugins import Hooks, get_plugin_manager
-from .read.preload import TASKS, pick, preload_query
+from .read.preload import TASKS, pick, preload_query, task_words
 from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
 from .filters import SearchFilters, for_agent
@@ -102,14 +102,15 @@ def recall(
     task = (tenant_id, user_id, session_id, agent_id)
     # the next turns of an open task read what it preloaded without searching again (also when they
     # speak of the same task: "what time should I leave for the airport?" on a trip being planned)
-    reused = TASKS.reuse(memory, task) if session_id is not None else None
+    reused = TASKS.reuse(memory, task, None if plan is not None else query) if session_id is not None else None
     if plan is not None and (reused is None or reused[0] != plan.task):  # a task opens: one search for its needs
         found = memory.search_memory(preload_query(plan), user_id=user_id, top_k=settings.preload_k * 4,
                                      tenant_id=tenant_id, window_session=session_id, shown=shown, touch=True,
                                      now=now, filters=filters)
         preloaded = pick(plan, found, settings.preload_k)
         if session_id is not None:
-            TASKS.open(memory, task, plan.task, preloaded, settings.preload_turns)
+            TASKS.open(memory, task, plan.task, preloaded, settings.preload_turns,
+                       task_words(query, plan, preloaded))
     else:
         preloaded = _still_held(memory, reused[1], user_id, tenant_id) if reused is not None else []
     seen = {h.memory_id for h in hits}

@@ -58,7 +58,7 @@ habit = st.tuples(st.sampled_from(AGENTS), st.lists(attrs, min_size=3, max_size=
 @pytest.fixture
 def store(tmp_path: Path, backend, embedder: Embedder) -> Iterator[Memory]:  # type: ignore[no-untyped-def]
     # one store for every example of the test (each in a tenant of its own): opening one costs seconds
-    mem = Memory(settings=backend.settings(tmp_path / "store", pool_capacity=6), embedder=embedder)
+    mem = Memory(settings=backend.settings(tmp_path / "store", pool_capacity=6, preload=True), embedder=embedder)
     yield mem
     mem.close()
 

@@ -184,6 +184,7 @@ def test_a_private_keyed_write_never_takes_over_a_shared_key(memory: Memory) -> 
 
 
 def test_recall_filters_reach_the_preload_and_its_reuse(memory: Memory) -> None:
+    memory.settings = memory.settings.replace(preload=True)
     for text in ("I live in Leeds.", "My Avios number is 4417-2208.", "Our budget for work trips is 900 pounds."):
         memory.save_memory(text, user_id="u")
     aisle = memory.save_memory("I always take an aisle seat on flights.", user_id="u", source="web", wait=True)

@@ -112,7 +112,7 @@ def _responses(mem: Memory, user_id: str, *, window: bool = True) -> str:
 def placed(settings: Settings, embedder: Embedder) -> Iterator[tuple[Memory, dict[str, str]]]:
     """A user with a memory in each tier, an updated one, a merged duplicate, a preloaded one and a turn
     in the working window; and another user beside."""
-    mem = Memory(settings=settings.replace(window_turns=10), embedder=embedder)
+    mem = Memory(settings=settings.replace(window_turns=10, preload=True), embedder=embedder)
     ids: dict[str, str] = {}
     hot = mem.save_memory(OLD_TEXT, user_id="dana", wait=True)
     mem.update_memory(hot.memory_id, user_id="dana", content=HOT)  # the audit log keeps the old text

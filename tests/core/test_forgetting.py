@@ -26,7 +26,7 @@ PROFILE = ["I live in Leeds.", "I always take an aisle seat on flights.", "My Av
 
 @pytest.fixture
 def profiled(settings: Settings, embedder: Embedder) -> Iterator[Memory]:
-    mem = Memory(settings=settings, embedder=embedder)
+    mem = Memory(settings=settings.replace(preload=True), embedder=embedder)
     for text in PROFILE:
         mem.save_memory(text, user_id="dana")
     mem.flush()

@@ -59,7 +59,7 @@ class _Counting:
 
 @pytest.fixture
 def profiled(settings: Settings, embedder: Embedder) -> Iterator[Memory]:
-    mem = Memory(settings=settings, embedder=embedder)
+    mem = Memory(settings=settings.replace(preload=True), embedder=embedder)
     for text in PROFILE:
         mem.save_memory(text, user_id="dana")
     mem.flush()
@@ -124,7 +124,7 @@ class PetRules:
 def test_a_plugin_adds_a_task(settings: Settings, embedder: Embedder) -> None:
     pm = get_plugin_manager()
     pm.register(PetRules(), name="pet_rules")
-    with Memory(settings=settings, embedder=embedder, plugins=pm) as mem:
+    with Memory(settings=settings.replace(preload=True), embedder=embedder, plugins=pm) as mem:
         for text in ("We have a beagle called Rolo.", "Rolo's insurance policy is with PetPlan, number PP-5521.",
                      "I love jazz."):
             mem.save_memory(text, user_id="dana")
@@ -143,7 +143,7 @@ def test_a_plugin_that_answers_with_something_else_is_named(settings: Settings, 
 
     pm = get_plugin_manager()
     pm.register(Broken(), name="broken_rules")
-    with Memory(settings=settings, embedder=embedder, plugins=pm) as mem:
+    with Memory(settings=settings.replace(preload=True), embedder=embedder, plugins=pm) as mem:
         with pytest.raises(PluginError, match="broken_rules"):
             recall(mem, "anything", user_id="dana")
 
@@ -153,3 +153,19 @@ def test_the_packaged_task_openings_are_well_formed() -> None:
     assert len(tasks) >= 24 and {t.split for t in tasks} == {"dev", "test"} and {t.lang for t in tasks} == {"en", "zh"}
     for t in tasks:  # every need is in one of the task's memories, so a miss is the preload's, not the data's
         assert all(any(n in m for m in t.memories) for n in t.needs), t.id
+
+
+def test_a_message_on_another_topic_ends_the_task(profiled: Memory) -> None:
+    first = recall(profiled, "Can you help me plan my business trip to Madrid next week?", user_id="dana",
+                   session_id="trip")
+    assert any(PRELOAD in h.found_by for h in first)
+    # a message about something else carries none of the task's lines, and the task is over
+    assert not [h for h in recall(profiled, "What's the weather on Mars?", user_id="dana", session_id="trip")
+                if PRELOAD in h.found_by]
+    assert not [h for h in recall(profiled, "Which hotels are near the Prado?", user_id="dana", session_id="trip")
+                if PRELOAD in h.found_by]
+
+
+def test_preload_is_off_by_default() -> None:
+    # on the test half of `portamem eval preload`, under 0.8 of the preloaded lines meet a need
+    assert Settings().preload is False

@@ -12,6 +12,7 @@ def test_a_task_opened_over_the_server_gets_its_needs(remote: RemoteMemory, user
                  "I love jazz.", "My dentist is Dr Shah."):
         remote.save_memory(text, user_id=user)
     remote.flush()
+    remote.settings = remote.settings.replace(preload=True)  # off by default
     hits = recall(remote, "Can you help me plan my business trip to Madrid next week?", user_id=user, session_id="trip")
     preloaded = {h.content for h in hits if PRELOAD in h.found_by}
     assert {"I live in Leeds.", "I always take an aisle seat on flights."} <= {h.content for h in hits}

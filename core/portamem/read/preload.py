@@ -8,7 +8,9 @@ one search whose query is every need's words together, and keeps the hits that m
 words, or a statement relation the need names), the best for each need first, at most
 ``Settings.preload_k``. They reach the prompt after the question's own hits, marked as preloaded
 (``found_by`` holds ``"preload"``), and the session's next ``preload_turns`` recalls reuse them without
-searching again (``Tasks``).
+searching again while they stay on the task (a message sharing no word with the task's opening, needs
+or preloaded lines ends it: ``Tasks``). Off by default (``Settings.preload``): on the test half of
+``portamem eval preload`` a fifth to two fifths of the preloaded lines meet no need.
 
 May import: the data model.
 """
@@ -26,7 +28,7 @@ from ..pipeline import Need, Preload
 from ..records import SearchHit
 from ..statements import content_words
 
-__all__ = ["PRELOAD", "preload_query", "pick", "Tasks", "TASKS"]
+__all__ = ["PRELOAD", "preload_query", "pick", "task_words", "Tasks", "TASKS"]
 
 #: the provenance a preloaded hit carries in ``SearchHit.found_by``
 PRELOAD = "preload"
@@ -66,6 +68,15 @@ class _Task:
     task: str
     hits: list[SearchHit]
     left: int
+    #: the words of the task: its opening message's, its needs' and its preloaded lines'
+    words: frozenset[str] = frozenset()
+
+
+def task_words(message: str, plan: Preload, hits: Sequence[SearchHit]) -> frozenset[str]:
+    """What a message must share with a task to stay on it: the words of the message that opened it, of
+    its needs and of the lines it preloaded."""
+    texts = [message, *(w for need in plan.needs for w in need.words), *(h.record.content for h in hits)]
+    return frozenset(content_words(" ".join(texts)))
 
 
 class Tasks:
@@ -77,24 +88,28 @@ class Tasks:
         self._sessions = sessions
         self._lock = threading.Lock()
 
-    def open(self, memory: object, session: Hashable, task: str, hits: list[SearchHit], turns: int) -> None:
-        """A task opened in ``session``: ``hits`` are reused by its next ``turns`` recalls."""
+    def open(self, memory: object, session: Hashable, task: str, hits: list[SearchHit], turns: int,
+             words: frozenset[str] = frozenset()) -> None:
+        """A task opened in ``session``: ``hits`` are reused by its next ``turns`` recalls while they
+        stay on it (share one of ``words``; no words: every recall is on it)."""
         with self._lock:
             tasks = self._by_memory.setdefault(memory, OrderedDict())
-            tasks[session] = _Task(task, list(hits), turns)
+            tasks[session] = _Task(task, list(hits), turns, words)
             tasks.move_to_end(session)
             while len(tasks) > self._sessions:
                 tasks.popitem(last=False)
 
-    def reuse(self, memory: object, session: Hashable) -> tuple[str, list[SearchHit]] | None:
+    def reuse(self, memory: object, session: Hashable, message: str | None = None) -> tuple[str, list[SearchHit]] | None:
         """The open task of ``session`` and its preloaded hits, counting one recall; None when there is
-        none or its turns are spent."""
+        none, its turns are spent, or ``message`` shares no word with it (a message on another topic
+        ends the task: its lines were in the prompt that opened it, and would ride along on anything)."""
         with self._lock:
             tasks = self._by_memory.get(memory)
             task = tasks.get(session) if tasks is not None else None
             if task is None:
                 return None
-            if task.left <= 0:
+            off_task = message is not None and task.words and not task.words & content_words(message)
+            if task.left <= 0 or off_task:
                 del tasks[session]
                 return None
             task.left -= 1

@@ -125,7 +125,7 @@ def _figures(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def evaluate_preload(split: str = "dev", *, path: str | Path | None = None, settings: Settings | None = None,
                      embedder: Embedder | None = None, embedding_cache: str | Path | None = None) -> dict[str, Any]:
-    settings = settings or Settings()
+    settings = (settings or Settings()).replace(preload=True)  # what is measured, whatever the default
     base = embedder or get_embedder(settings.embedder, workers=settings.embed_workers)
     cached = CachedEmbedder(base, embedding_cache)
     rows = [_play(t, settings, cached) for t in load_tasks(path, split)]
