@@ -366,3 +366,19 @@ def test_a_stating_turn_is_lost_only_when_no_fact_or_candidate_of_its_time_holds
     ]
     stating = [(kept, at), (lost, at + timedelta(minutes=2)), (folded, at + timedelta(minutes=4))]
     assert lost_statements(records, stating) == [lost, folded]
+
+
+def test_a_subset_of_conversations_is_played_and_a_model_is_reported(tmp_path: Path, embedder: Embedder) -> None:
+    from portamem.errors import ValidationError
+
+    zh = {**TINY, "id": "tiny-zh", "lang": "zh", "user_id": "lu"}
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps(TINY) + "\n" + json.dumps(zh, ensure_ascii=False) + "\n", encoding="utf-8")
+    report = evaluate_scenarios(path=path, settings=Settings(), embedder=embedder, show_progress=False,
+                                conversations=["tiny-zh"])
+    assert {r["conversation"] for r in report["questions"]} == {"tiny-zh"}
+    assert report["splits"]["mine"]["overall"]["conversations"] == 1
+    assert report["model"] is None  # no model configured: the rules formed every turn
+    with pytest.raises(ValidationError, match="nope"):
+        evaluate_scenarios(path=path, settings=Settings(), embedder=embedder, show_progress=False,
+                           conversations=["nope"])

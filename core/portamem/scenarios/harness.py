@@ -416,6 +416,8 @@ class _Run:
     stored: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: {"question_turns": 0, "filler_turns": 0,
                                                              "statement_turns": 0})
+    #: what a configured model did while the conversation was formed (``_model_use``)
+    model: dict[str, float] = field(default_factory=dict)
 
 
 def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, maintain: bool = False) -> _Run:
@@ -426,6 +428,7 @@ def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, main
         play(mem, scenario)
         if maintain:  # as the scheduled maintainer would have by the time the questions come
             mem.maintain(now=scenario.ask_at)
+        out.model = _model_use(mem, len(scenario.turns))
         records = mem.list_memories(user_id=scenario.user_id)
         base = {"split": scenario.split, "conversation": scenario.id, "lang": scenario.lang}
         stating = [(turn, session.at(i)) for session in scenario.sessions for i, turn in enumerate(session.turns)
@@ -458,6 +461,18 @@ def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, main
         mem.close()
         shutil.rmtree(path, ignore_errors=True)
     return out
+
+
+def _model_use(mem: Memory, turns: int) -> dict[str, float]:
+    """The model's calls while a conversation was formed, its answers refused as invalid, the turns the
+    rules formed instead, and the seconds it took; empty without a model."""
+    st = mem.stats()
+    if st.model is None:
+        return {}
+    form = st.formation
+    return {"turns": turns, "calls": st.model["calls"], "ok": st.model["outcomes"].get("ok", 0),
+            "invalid": st.model["failures"]["invalid"], "fallbacks": form.fallbacks if form is not None else 0,
+            "seconds": round(st.model["latency_s"]["sum"], 1)}
 
 
 def _share(n: int, of: int) -> float | None:
@@ -507,9 +522,10 @@ def evaluate_scenarios(
     embedding_cache: str | Path | None = None,
     show_progress: bool = True,
     maintain: bool = False,
+    conversations: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Play every conversation of ``split`` (``dev``, ``test``, ``holdout`` or ``all``, each reported on
-    its own; or the file at ``path``)
+    its own; or the file at ``path``; only those whose id ``conversations`` names, when given)
     into a fresh store and judge the recall of each question; the report holds the figures per split,
     language and question tag, every question's prompt lines, and the stored question and filler turns.
     With ``maintain`` a maintenance run (eviction, promotion, consolidation, abstraction) comes at the
@@ -520,6 +536,12 @@ def evaluate_scenarios(
     started = time.perf_counter()
     cached = CachedEmbedder(embedder or get_embedder(settings.embedder), embedding_cache)
     sets = [(name, load_scenarios(source, name)) for name, source in _chosen(split, path)]
+    if conversations is not None:
+        wanted = set(conversations)
+        unknown = wanted - {s.id for _, scenarios in sets for s in scenarios}
+        if unknown:
+            raise ValidationError(f"no conversation {sorted(unknown)} in {split if path is None else path}")
+        sets = [(name, kept) for name, scenarios in sets if (kept := [s for s in scenarios if s.id in wanted])]
     from tqdm import tqdm
 
     bar = tqdm(total=sum(len(s) for _, s in sets), desc="scenarios", unit="conv", file=sys.stderr,
@@ -527,11 +549,14 @@ def evaluate_scenarios(
     rows: list[dict[str, Any]] = []
     stored: list[dict[str, Any]] = []
     counts: dict[tuple[str, str], dict[str, int]] = {}
+    model: dict[str, float] = {}
     for name, scenarios in sets:
         for scenario in scenarios:
             one = _run_one(scenario, settings, cached, maintain=maintain)
             rows += one.rows
             stored += one.stored
+            for k, n in one.model.items():
+                model[k] = model.get(k, 0) + n
             tally = counts.setdefault((name, scenario.lang), {})
             for k, n in one.counts.items():
                 tally[k] = tally.get(k, 0) + n
@@ -568,6 +593,7 @@ def evaluate_scenarios(
         "splits": splits,
         "questions": rows,
         "stored": stored,
+        "model": {"model": settings.llm_model, **model} if model else None,
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -603,6 +629,11 @@ def format_report(report: Mapping[str, Any]) -> str:
         parts = [f"{t} {f['questions']}: {_pct(f['top1_right'])}/{_pct(f['answer_in_prompt'])}/{f['stale_in_prompt']}"
                  for t, f in split["by_tag"].items()]
         lines.append(f"{name} by tag (questions: top-1/in prompt/stale): " + "; ".join(parts))
+    if report.get("model"):
+        m = report["model"]
+        lines.append(f"model {m['model']}: {m['calls']:g} calls for {m['turns']:g} turns "
+                     f"({m['calls'] / max(m['turns'], 1):.2f} a turn), {m['ok']:g} answered, {m['invalid']:g} invalid, "
+                     f"{m['fallbacks']:g} turns formed by the rules instead, {m['seconds']:g} s of model time")
     lines.append("stale: questions whose prompt holds a stale value on a line without the current one; "
                  "precision: share of prompt lines bearing on the answer; none: questions about nothing stored")
     return "\n".join(lines)
@@ -648,6 +679,11 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (with every question's prompt)")
     p.add_argument("--maintain", action="store_true",
                    help="run maintenance at the questions' time first, as the scheduled maintainer would")
+    p.add_argument("--conversations", help="only these conversations (ids, comma-separated): a model takes "
+                                           "seconds per turn")
+    p.add_argument("--llm-url", help="form memories with this OpenAI-compatible chat model (base URL ending in /v1; "
+                                     "the key from PORTAMEM_LLM_API_KEY)")
+    p.add_argument("--llm-model", help="the model's name at --llm-url")
 
 
 def run(args: Any) -> int:
@@ -657,9 +693,14 @@ def run(args: Any) -> int:
     settings = Settings.load(getattr(args, "config", None), tenant_id=getattr(args, "tenant", None))
     if args.embedder:
         settings = settings.replace(embedder=args.embedder)
+    if args.llm_url or args.llm_model:
+        settings = settings.replace(llm_url=args.llm_url or settings.llm_url,
+                                    llm_model=args.llm_model or settings.llm_model)
+    chosen = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
     report = evaluate_scenarios(args.split, path=args.scenarios, settings=settings,
                                 embedding_cache=args.embedding_cache,
-                                show_progress=not args.json or sys.stderr.isatty(), maintain=args.maintain)
+                                show_progress=not args.json or sys.stderr.isatty(), maintain=args.maintain,
+                                conversations=chosen)
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
         return 0
