@@ -1,0 +1,40 @@
+"""The docs' generated reference pages say what the code says, and README.md's links land."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _generator():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "generate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_reference_pages_match_the_code() -> None:
+    assert _generator().stale() == [], "run `python docs/generate.py` and commit docs/reference"
+
+
+def test_every_setting_and_hook_is_listed() -> None:
+    import dataclasses
+
+    from portamem import Settings, hookspecs
+
+    config = (ROOT / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
+    hooks = (ROOT / "docs" / "reference" / "hooks.md").read_text(encoding="utf-8")
+    assert all(f"`PORTAMEM_{f.name.upper()}`" in config for f in dataclasses.fields(Settings))
+    assert all(f"## `{name}`" in hooks for name in hookspecs.__all__ if name.startswith("portamem_"))
+
+
+def test_readme_links_land() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = [t.split("#", 1)[0] for t in re.findall(r"\]\(([^)\s]+)\)", readme)
+               if not t.startswith(("http://", "https://", "#", "mailto:"))]
+    missing = [t for t in targets if not (ROOT / t).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
