@@ -7,6 +7,7 @@
   variable and the ``#:`` comment above it in ``config.py``.
 * ``hooks.md`` from ``portamem.hookspecs``: every hook in ``__all__``, its signature, whether the
   first answer wins, and its docstring (a new hook shows up here by itself).
+* ``cli.md`` from ``portamem.cli.build_parser``: every command's ``--help``.
 * the hook table of ``plugins.md`` (between its ``generated:hooks`` markers), from the same.
 * ``http-api.md`` from the server's OpenAPI schema as checked in beside the TypeScript client
   (``clients/typescript/openapi.json``, which its own tests keep equal to the app's).
@@ -185,6 +186,34 @@ def _type(prop: dict[str, Any]) -> str:
     return str(prop.get("type", "any"))
 
 
+def cli() -> str:
+    """Every command's ``--help``, as ``portamem`` prints it (80 columns, whatever the terminal)."""
+    import argparse
+    import os
+
+    from portamem import cli as portamem_cli
+
+    os.environ["COLUMNS"] = "80"
+    try:
+        parser = portamem_cli.build_parser()
+        out = [HEADER.format(source="portamem.cli.build_parser (core/portamem/cli.py)"),
+               "# Command reference\n\n",
+               "Every command's `--help`. The options of the store (`--path`, `--config`, `--tenant`, `--url`, "
+               "`--api-key`) go before or after the command. A guided tour: [Command line](../cli.md).\n\n",
+               f"```text\n{parser.format_help()}```\n"]
+        todo = [("portamem", parser)]
+        while todo:
+            prefix, current = todo.pop(0)
+            for action in current._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    for name, sub in action.choices.items():
+                        out.append(f"\n## `{prefix} {name}`\n\n```text\n{sub.format_help()}```\n")
+                        todo.append((f"{prefix} {name}", sub))
+    finally:
+        os.environ.pop("COLUMNS", None)
+    return "".join(out)
+
+
 def hook_table() -> str:
     """One line per hook, for the plugin guide: a new hook shows up there by itself."""
     from portamem import hookspecs
@@ -200,7 +229,7 @@ def hook_table() -> str:
 
 
 #: whole generated pages under docs/reference
-PAGES = {"configuration.md": configuration, "hooks.md": hooks, "http-api.md": http_api}
+PAGES = {"configuration.md": configuration, "hooks.md": hooks, "http-api.md": http_api, "cli.md": cli}
 #: generated blocks inside written pages, between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``
 BLOCKS = {"plugins.md": {"hooks": hook_table}}
 
