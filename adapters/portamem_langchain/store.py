@@ -52,6 +52,7 @@ from langgraph.store.memory import _compare_values, _does_match  # noqa: E402
 
 from portamem import Memory, MemoryRecord, Status  # noqa: E402
 from portamem.errors import NotFoundError, ValidationError  # noqa: E402
+from portamem.filters import METADATA_OPERATORS, SearchFilters  # noqa: E402
 from portamem.portable.keys import TOOL_NAMESPACE, split_namespace  # noqa: E402
 
 __all__ = ["PortamemStore", "LANGGRAPH_KEY", "TEXT_FIELDS", "SEARCH_DEPTH"]
@@ -206,12 +207,14 @@ class PortamemStore(BaseStore):
         self.memory.save_memory(text, user_id=user_id, key=op.key, key_namespace=rest,
                                 metadata={LANGGRAPH_KEY: lg}, tenant_id=self.tenant_id)
 
-    def _listed(self, user_id: str, rest: tuple[str, ...]) -> list[MemoryRecord]:
-        """A user's items under a prefix of the other labels, in write order."""
+    def _listed(self, user_id: str, rest: tuple[str, ...], filters: Mapping[str, Any] | None = None
+                ) -> list[MemoryRecord]:
+        """A user's items under a prefix of the other labels, in write order (those ``filters`` admit)."""
         shows_foreign = self.default_namespace[:len(rest)] == rest
         if not shows_foreign and "*" not in rest:
-            return self.memory.list_keyed(user_id=user_id, key_namespace=rest, tenant_id=self.tenant_id)
-        return [r for r in self.memory.list_memories(user_id=user_id, tenant_id=self.tenant_id)
+            return self.memory.list_keyed(user_id=user_id, key_namespace=rest, tenant_id=self.tenant_id,
+                                          filters=filters)
+        return [r for r in self.memory.list_memories(user_id=user_id, tenant_id=self.tenant_id, filters=filters)
                 if _under(self._rest(r), rest)]
 
     def _rest(self, record: MemoryRecord) -> tuple[str, ...]:
@@ -220,20 +223,25 @@ class PortamemStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         want = op.offset + op.limit
+        # the filter's conditions on the value are portamem metadata filters, applied before ranking;
+        # what they cannot say (a list to equal) is checked on the items found
+        filters, residual = _pushdown(op.filter)
 
         def keep(record: MemoryRecord) -> bool:
             value = self._item(record).value
             return all(_compare_values(value[k] if k in value else _field(value, k), v)
-                       for k, v in (op.filter or {}).items())
+                       for k, v in residual.items())
 
         if not op.query:
-            records = [r for user_id, rest in self._users(prefix) for r in self._listed(user_id, rest) if keep(r)]
+            records = [r for user_id, rest in self._users(prefix) for r in self._listed(user_id, rest, filters)
+                       if keep(r)]
             return [self._item(r, SearchItem) for r in records[op.offset:want]]
         depth = max(self.search_depth, want)
         scopes = list(self._users(prefix))
         scored: list[tuple[float, MemoryRecord]] = []
         for user_id, rest in scopes:
-            hits = self.memory.search_memory(op.query, user_id=user_id, top_k=depth, tenant_id=self.tenant_id)
+            hits = self.memory.search_memory(op.query, user_id=user_id, top_k=depth, tenant_id=self.tenant_id,
+                                             filters=filters)
             scored += [(h.score, h.record) for h in hits
                        if _under(self._rest(h.record), rest) and not _unindexed(h.record) and keep(h.record)]
         scored.sort(key=lambda sr: -sr[0])  # stable: one user's own order is kept among equal scores
@@ -242,7 +250,7 @@ class PortamemStore(BaseStore):
             # as in LangGraph's own stores every item is ranked: those the query found no evidence for
             # follow with score 0, then the index=False ones, unscored; the same list whatever the page
             found = {r.memory_id for _, r in scored}
-            rest_of = [r for user_id, rest in scopes for r in self._listed(user_id, rest)
+            rest_of = [r for user_id, rest in scopes for r in self._listed(user_id, rest, filters)
                        if r.memory_id not in found and keep(r)]
             ranked += [self._item(r, SearchItem, score=0.0) for r in rest_of if not _unindexed(r)]
             ranked += [self._item(r, SearchItem, score=None) for r in rest_of if _unindexed(r)]
@@ -260,6 +268,53 @@ class PortamemStore(BaseStore):
         if op.max_depth is not None:
             matched = {ns[: op.max_depth] for ns in matched}
         return sorted(matched)[op.offset: op.offset + op.limit]
+
+
+def _pushdown(flt: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """A LangGraph ``filter`` as portamem ``filters`` on the value in the record's metadata, and the
+    part of it that is checked on the items instead. Equality on a value key (dotted for a nested
+    one, or a nested mapping matched field by field) is ``$eq``; operators map one to one (``$eq $ne
+    $gt $gte $lt $lte``, and portamem's ``$in $nin $exists`` too). Comparisons are typed as
+    portamem's are: ``True`` does not equal ``1``, and ``$gt`` compares numbers with numbers and
+    strings with strings. A list to equal, or a key portamem cannot name, stays with the items'
+    check (as LangGraph's own stores do it: after the search)."""
+    pushed: dict[str, Any] = {}
+    residual: dict[str, Any] = {}
+    for key, spec in (flt or {}).items():
+        flat = _flat(str(key), spec)
+        if flat is None:
+            residual[key] = spec
+            continue
+        for path, cond in flat:
+            pushed.setdefault(f"{LANGGRAPH_KEY}.value.{path}", {}).update(cond)
+    if not pushed:
+        return None, residual
+    try:
+        SearchFilters.coerce({"metadata": pushed})
+    except ValidationError:  # a key portamem cannot name: the whole filter is checked on the items
+        return None, dict(flt or {})
+    return {"metadata": pushed}, residual
+
+
+def _flat(path: str, spec: Any) -> list[tuple[str, dict[str, Any]]] | None:
+    """(dotted path, operators) for each condition of one filter entry; None when one cannot be said."""
+    if isinstance(spec, Mapping):
+        if spec and all(isinstance(k, str) and k.startswith("$") for k in spec):
+            ok = all(op in METADATA_OPERATORS and not isinstance(v, (Mapping, list, tuple))
+                     or op in ("$in", "$nin") and isinstance(v, (list, tuple)) for op, v in spec.items())
+            return [(path, dict(spec))] if ok else None
+        if not spec or any(not isinstance(k, str) or k.startswith("$") for k in spec):
+            return None
+        out: list[tuple[str, dict[str, Any]]] = []
+        for k, v in spec.items():
+            sub = _flat(f"{path}.{k}", v)
+            if sub is None:
+                return None
+            out += sub
+        return out
+    if spec is None or isinstance(spec, (str, bool, int, float)):
+        return [(path, {"$eq": spec})]
+    return None
 
 
 def _under(labels: tuple[str, ...], prefix: tuple[str, ...]) -> bool:

@@ -15,8 +15,9 @@ __all__ = ["SearchFilters", "MetadataFilter", "MetadataCondition", "METADATA_OPE
 
 #: the operators of a metadata filter (a bare value means ``$eq``)
 METADATA_OPERATORS: tuple[str, ...] = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists")
-#: a key names a field this many levels deep at most ("a.b.c.d"), and a filter holds this many conditions
-METADATA_MAX_DEPTH = 4
+#: a key names a field this many levels deep at most ("a.b.c.d.e.f": a LangGraph store's value keys sit
+#: under "langgraph.value"), and a filter holds this many conditions
+METADATA_MAX_DEPTH = 6
 METADATA_MAX_CONDITIONS = 64
 #: the longest list ``$in`` / ``$nin`` take
 METADATA_MAX_LIST = 1000
@@ -54,12 +55,19 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _finite(where: str, value: Any) -> bool:
+    """Whether a number can be compared in every store (a 64-bit integer, a finite float); else an error."""
+    if isinstance(value, int) and not -2**63 <= value < 2**63:
+        raise ValidationError(f"metadata filter {where}: {value} does not fit in a 64-bit integer")
+    return math.isfinite(value)
+
+
 def _scalar(where: str, value: Any) -> Any:
     """An operand of ``$eq`` / ``$ne`` / ``$in`` / ``$nin``: a string, a finite number, a boolean or null."""
     if value is None or isinstance(value, (str, bool)):
         return value
     if _is_number(value):
-        if not math.isfinite(value):
+        if not _finite(where, value):
             raise ValidationError(f"metadata filter {where}: {value!r} is not a finite number")
         return value
     raise ValidationError(f"metadata filter {where}: expected a string, number, boolean or null, "
@@ -203,7 +211,7 @@ def _condition(path: tuple[str, ...], op: Any, operand: Any) -> MetadataConditio
         return MetadataCondition(path, op, tuple(_scalar(where, v) for v in operand))
     if op in ("$eq", "$ne"):
         return MetadataCondition(path, op, _scalar(where, operand))
-    if isinstance(operand, str) or (_is_number(operand) and math.isfinite(operand)):
+    if isinstance(operand, str) or (_is_number(operand) and _finite(where, operand)):
         return MetadataCondition(path, op, operand)
     raise ValidationError(f"metadata filter {where} compares with a finite number or a string, "
                           f"got {operand!r}")

@@ -44,7 +44,7 @@ def test_remote_bad_metadata_filter_is_a_typed_error(remote: RemoteMemory, serve
     with pytest.raises(ValidationError, match=r"unknown operator '\$regex'"):
         remote.search_memory("x", user_id=user, filters={"metadata": {"p": {"$regex": "a"}}})
     with pytest.raises(ValidationError, match="levels deep"):
-        remote.list_memories(user_id=user, filters={"metadata": {"a.b.c.d.e": 1}})
+        remote.list_memories(user_id=user, filters={"metadata": {"a.b.c.d.e.f.g": 1}})
     raw = httpx.post(server.url + "/v1/search", headers={"Authorization": f"Bearer {tenant_key}"}, timeout=30,
                      json={"user_id": user, "query": "x", "filters": {"metadata": {"p": {"$gt": None}}}})
     assert raw.status_code == 422 and "finite number or a string" in raw.text

@@ -88,7 +88,7 @@ export interface MetadataOperators {
   $lte?: number | string;
   $exists?: boolean;
 }
-/** Metadata key (dotted for a nested field, at most 4 levels) to a value (`$eq`) or operators. */
+/** Metadata key (dotted for a nested field, at most 6 levels) to a value (`$eq`) or operators. */
 export type MetadataFilter = Record<string, MetadataScalar | MetadataOperators>;
 
 // ---------------------------------------------------------------------- answers

@@ -190,3 +190,26 @@ def test_rejects_what_it_cannot_honour(memory: Memory, call: object, error: type
     with pytest.raises(error):
         call(PortamemStore(memory))  # type: ignore[operator]
     assert memory.list_memories(user_id="alice") == []
+
+
+def test_a_filter_is_applied_before_ranking(memory: Memory) -> None:
+    """LangGraph's ``filter`` is a portamem metadata filter on the item's value: the one item that
+    matches is found by a query however many better matches it does not admit (a search ranks
+    ``search_depth`` deep, so a check after the search would miss it), with the operators mapped."""
+    store = PortamemStore(memory, search_depth=5)
+    for i in range(12):
+        store.put(ALICE, f"trip-{i}", {"content": f"Packing list for the ski trip, version {i}", "year": 2020 + i % 3,
+                                      "owner": {"team": "ops"}})
+    store.put(ALICE, "dentist", {"content": "Packing list for the dentist visit", "year": 2031, "owner": {"team": "core"}})
+    hits = store.search(ALICE, query="packing list for the ski trip", filter={"year": 2031}, limit=3)
+    assert [h.key for h in hits] == ["dentist"] and hits[0].score  # ranked, not appended unscored
+    assert [h.key for h in store.search(ALICE, query="ski trip", filter={"owner": {"team": "core"}})] == ["dentist"]
+    assert [h.key for h in store.search(ALICE, query="ski trip", filter={"owner.team": "core"})] == ["dentist"]
+    assert {h.key for h in store.search(ALICE, filter={"year": {"$gte": 2022, "$lt": 2031}}, limit=20)} \
+        == {f"trip-{i}" for i in range(2, 12, 3)}
+    assert {h.key for h in store.search(ALICE, filter={"year": {"$ne": 2020}}, query="trip", limit=20)} \
+        == {f"trip-{i}" for i in range(12) if i % 3} | {"dentist"}
+    # a list to equal is LangGraph's exact match, checked on the items found
+    store.put(ALICE, "tea", {"content": "Alice drinks jasmine tea.", "tags": ["drink", "tea"]})
+    assert [h.key for h in store.search(ALICE, filter={"tags": ["drink", "tea"]})] == ["tea"]
+    assert store.search(ALICE, filter={"tags": ["tea"]}) == []
