@@ -47,3 +47,12 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert command in readme
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert command in [line.strip() for line in ci.splitlines()], ".ci/run no longer runs the README's test command"
+
+
+def test_no_page_names_a_commit() -> None:
+    """A figure names the command that gives it, never the commit it was measured on (the docs outlive commits)."""
+    pages = sorted((ROOT / "docs").glob("**/*.md"))
+    commit = re.compile(r"`(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}`|\bcommit [0-9a-f]{7,40}\b")
+    named = [f"{page.relative_to(ROOT)}: {m.group(0)}" for page in pages
+             for m in commit.finditer(page.read_text(encoding="utf-8"))]
+    assert not named, f"pages that name a commit: {named}"
