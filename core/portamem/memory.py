@@ -42,7 +42,7 @@ from .models import model_from_settings
 from .plugins import get_plugin_manager, Hooks
 from .portable.keys import Namespace, get_keyed, list_keyed
 from .portable.transfer import export_jsonl, import_jsonl
-from .read.calibration import calibration_for, measured_calibration
+from .read.calibration import calibration_for, hubness_for, measured_calibration
 from .read.candidates import SOURCES
 from .read.preload import TASKS
 from .read.replica import VectorReader
@@ -128,6 +128,7 @@ class Memory:
         calibration = calibration_for(self.embedder.name, settings.vector_calibration) \
             or measured_calibration(self.store, self.embedder)
         self.retriever = Retriever(self.store, self.vectors, self._queries.get, calibration)  # type: ignore[arg-type]
+        self.retriever.hubness = hubness_for(self.embedder)
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
         self.indexer = Indexer(self.parts, batch=settings.index_batch)
         self.parts.queue = self.indexer

@@ -6,7 +6,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["tokenize", "normalize", "has_cjk", "clip", "same_passage", "STOPWORDS"]
+__all__ = ["tokenize", "query_tokens", "normalize", "has_cjk", "clip", "same_passage", "STOPWORDS", "TOPICLESS"]
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 #: a Chinese run, or a Latin word or number; a number before Chinese ("7月8号入职") ends where the Chinese starts
@@ -72,3 +72,17 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
         return tokens
     return [t for t in tokens if t not in STOPWORDS]
 
+
+#: words a question uses to ask for the current value, which say nothing of its topic: as keywords they
+#: match whatever line happens to say "now" ("Where do I live now?" found "Mild dishes from now on.").
+#: Not "recently" or "lately": a statement of a past event says them too ("I recently adopted a dog"),
+#: and LoCoMo's questions lost them (MRR 0.474 -> 0.472)
+TOPICLESS: frozenset[str] = frozenset(
+    "now currently still nowadays anymore presently 现在 最近 目前 如今 当前 现今 眼下 还 仍然 依然 依旧".split())
+_TOPICLESS_PHRASE = re.compile(r"\b(?:these days|at the moment|right now|any more|at present|for now)\b", re.I)
+
+
+def query_tokens(text: str) -> list[str]:
+    """A question's search tokens: ``tokenize`` without the words that only ask for the current value
+    (``TOPICLESS``)."""
+    return [t for t in tokenize(_TOPICLESS_PHRASE.sub(" ", text)) if t not in TOPICLESS]

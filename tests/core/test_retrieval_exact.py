@@ -15,6 +15,8 @@ import pytest
 
 from portamem import Memory, MemoryDraft, SearchFilters
 from portamem.read.calibration import calibration_for, vector_score
+from portamem.read.candidates import HUB_WEIGHT
+from portamem.text import has_cjk
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 PEOPLE = ["my sister", "our neighbour", "the new manager", "my old teacher", "a cousin from Lyon"]
@@ -64,6 +66,18 @@ def _brute_force(mem: Memory, user: str, qvec: np.ndarray, filters: SearchFilter
     return [(records[i].memory_id, float(scores[i])) for i in order]
 
 
+def _hub_corrected(mem: Memory, user: str, qvec: np.ndarray, filters: SearchFilters, k: int) -> list[tuple[str, float]]:
+    """The brute-force top k by the read path's cosine: less HUB_WEIGHT of each row's hubness."""
+    records = mem.store.list(mem.tenant_id, user, filters)
+    matrix = np.asarray([r.embedding for r in records], dtype=np.float32)
+    hubness = mem.retriever.hubness
+    assert hubness is not None
+    near = hubness.correction(matrix, [has_cjk(r.content) for r in records])
+    scores = matrix @ qvec - HUB_WEIGHT * np.maximum(near, 0.0)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [(records[i].memory_id, float(scores[i])) for i in order]
+
+
 def _readers(mem: Memory, user: str, qvec: np.ndarray, filters: SearchFilters, k: int) -> dict[str, list[tuple[str, float]]]:
     replica = mem.vectors._resident((mem.tenant_id, user))
     assert replica is not None  # the corpus fits the default budget
@@ -83,12 +97,14 @@ def _assert_exact(mem: Memory, user: str, filters: SearchFilters, *, read_path: 
         if not read_path:
             continue
         # and the read path's pure-vector search scores exactly those of them above the model's
-        # background of unrelated text (conflict marking may reorder them; the rest tie at zero)
+        # background of unrelated text (conflict marking may reorder them; the rest tie at zero),
+        # each cosine less its share of hubness (``read.calibration.Hubness``)
         hits = mem.search_memory(query, user_id=user, filters=filters, top_k=8,
                                  sources=["vector"], weights={"vector": 1.0})
         calibration = calibration_for(mem.embedder.name)
         assert calibration is not None
-        relevant = {m for m, cos in expected if vector_score(cos, calibration) > 0}
+        corrected = _hub_corrected(mem, user, qvec, filters, 8)
+        relevant = {m for m, cos in corrected if vector_score(cos, calibration) > 0}
         assert {h.memory_id for h in hits if h.score > 0} == relevant
         assert len(hits) == len(expected)
         assert all(filters.admits(h.record) and h.record.user_id == user for h in hits)

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ValidationError
+from ..text import has_cjk
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
 
 __all__ = ["SPAN", "Calibration", "CalibrationSet", "CALIBRATIONS", "calibration_for", "vector_score",
-           "measure_background", "measured_calibration", "background_sets"]
+           "measure_background", "measured_calibration", "background_sets", "Hubness", "hubness_for"]
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,64 @@ _measured: dict[tuple[str, str], Calibration] = {}
 def vector_score(cosine: Any, calibration: Calibration, span: float = SPAN) -> Any:
     """How far a cosine stands above the model's background, 0..1 (floats or numpy arrays)."""
     return np.clip((cosine - calibration.mean) / (span * calibration.std), 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Hubness:
+    """How near a passage sits to questions in general, to take off its cosine to any one question.
+
+    Some passages are hubs: with E5 a short first-person line ("Hi! I'm Lena.") is nearer than the
+    answer to almost every first-person question (``portamem eval paraphrase``: the greeting was the
+    first hit of 3 of 61 dev questions, and answers sat 0.03-0.1 cosine below it). A passage's mean
+    cosine to the reference questions (``background.jsonl``), ``passage @ query_mean``, says how much
+    of its cosine to a question it gets for nothing; the corrected cosine is
+
+        cosine - (passage @ query_mean - passage_mean)
+
+    where ``passage_mean`` is that term's mean over the reference passages of the passage's script, so
+    an ordinary passage keeps its cosine and the model's calibration stays valid (the centring of CSLS
+    on one side). Per script, because e5 puts every Chinese passage 0.03 nearer the mean question than
+    an English one, as near as an English greeting: one mean for both took 0.03 off every Chinese
+    cosine and emptied Chinese prompts of the scenario suite.
+    """
+
+    query_mean: np.ndarray
+    passage_mean: float
+    #: the same mean over the reference passages in Chinese
+    cjk_passage_mean: float | None = None
+
+    def correction(self, vectors: np.ndarray, cjk: Sequence[bool] | None = None) -> np.ndarray:
+        """What each passage's cosine to any question is lowered by (raised, for a passage less
+        similar to questions than most); ``cjk`` says which passages are Chinese."""
+        near = vectors @ self.query_mean
+        if cjk is None or self.cjk_passage_mean is None:
+            return near - self.passage_mean
+        return near - np.where(np.asarray(cjk, dtype=bool), self.cjk_passage_mean, self.passage_mean)
+
+
+#: hubness references measured in this process, by model name and version
+_hubness: dict[tuple[str, str], Hubness | None] = {}
+
+
+def hubness_for(embedder: Embedder) -> Hubness | None:
+    """The embedder's hubness reference on the packaged background set, measured once per process; None
+    when the model cannot embed it (no correction then)."""
+    key = (embedder.name, getattr(embedder, "version", ""))
+    if key not in _hubness:
+        try:
+            sets = background_sets()
+            texts = [p for c in sets for p in c.passages]
+            queries = embedder.embed([q for c in sets for q in c.questions], kind="query")
+            passages = embedder.embed(texts, kind="passage")
+            mean = np.asarray(queries, dtype=np.float32).mean(axis=0)
+            near = np.asarray(passages, dtype=np.float32) @ mean
+            cjk = np.asarray([has_cjk(t) for t in texts])
+            _hubness[key] = Hubness(mean, float(near[~cjk].mean()), float(near[cjk].mean()) if cjk.any() else None)
+        except Exception:  # noqa: BLE001 - a model that cannot embed the set keeps its raw cosines
+            log.warning("could not measure the hubness reference of %r; cosines stay uncorrected", embedder.name,
+                        exc_info=True)
+            _hubness[key] = None
+    return _hubness[key]
 
 
 @dataclass(frozen=True)

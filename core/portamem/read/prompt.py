@@ -126,8 +126,11 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
         current, moved = current_answers(query, current)
         stands = {k: max(stands.get(k, 0.0), moved.get(k, 0.0)) for k in {*stands, *moved}}
     best = max((stands.get(h.memory_id, h.score) for h in current), default=0.0)
+    # the search's best match bears on the question whatever its share: the search kept it (a paraphrase
+    # shares no word with its answer, and its cosine sits near the background)
+    first = max(current, key=lambda h: stands.get(h.memory_id, h.score), default=None)
     return [h for h in current if stands.get(h.memory_id, h.score) >= margin * best
-            and (h.memory_id in stands or _evidence(h) >= min_evidence)]
+            and (h is first or h.memory_id in stands or _evidence(h) >= min_evidence)]
 
 
 #: where a memory's clauses end: a change word outdates what its own clause is about, not the whole text

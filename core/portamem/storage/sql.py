@@ -26,7 +26,7 @@ from ..entities import normalize_entity
 from ..errors import StoreError, StoreOpenError
 from ..filters import SearchFilters
 from ..records import MemoryRecord, Status, Tier, Turn
-from ..text import tokenize
+from ..text import query_tokens, tokenize
 from .dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
 from .metadata_sql import MetadataMatch, metadata_sql
 from . import fast
@@ -654,7 +654,7 @@ class RecordStore:
     ) -> list[tuple[str, float]]:
         """The user's k best records by exact per-user BM25 among those the filters admit."""
         with self.engine.connect() as conn:
-            return self.keywords.search(conn, tenant_id, user_id, tokenize(query), k, memories,
+            return self.keywords.search(conn, tenant_id, user_id, query_tokens(query), k, memories,
                                         self._filter_clauses(filters),
                                         self._filter_sql(filters) if self.is_sqlite else None)
 
