@@ -7,7 +7,8 @@ the formation worker passes it. The answer must keep a strict JSON schema (sent 
 ``response_format`` where the server takes one) and is validated before it counts:
 
 - every statement and memory named is one of those shown, and a memory only for a statement it was
-  shown with (so within the writer's tenant, user and scope: the worker selected them so);
+  shown with (so within the writer's tenant, user and scope: the worker selected them so); a decision
+  that names no memory changes none (a small model often answers "noop" with a null target);
 - a part outdated must be words of that memory; a reason is short text;
 - a change, outdate or delete stands only on a clause the rules read as a statement (a question,
   request, thanks, greeting or small talk states nothing, whatever the model says).
@@ -48,7 +49,11 @@ SYSTEM = (
     "when it says the memory again, \"add\" when it is new and the memory still holds beside it. A "
     "statement about someone else (a parent, a friend, a pet) never replaces a memory about the user. "
     "A question, request or thanks states nothing. Give target null for a statement that is about "
-    "none of the memories. Keep reasons under 15 words. Answer with JSON only."
+    "none of the memories. Keep reasons under 15 words. Answer with JSON only.\n\n"
+    "Example. New statements: S1: \"The kitchen budget is now 8000 euros.\" with M1: \"My budget for the "
+    "kitchen is 5000 euros.\" and M2: \"I live in Lyon.\"; S2: \"My sister got a puppy.\" with M2. Answer: "
+    '{"decisions": [{"statement": "S1", "action": "update", "target": "M1", "reason": "the kitchen budget '
+    'changed"}, {"statement": "S2", "action": "add", "target": null, "reason": "about nothing stored"}]}'
 )
 
 
@@ -130,8 +135,6 @@ def validator(s_keys: Mapping[str, str], m_keys: Mapping[str, MemoryRecord], sho
             target = d["target"]
             if target is not None and target not in shown[d["statement"]]:
                 return f"decision {i}: target must be null or one of {sorted(shown[d['statement']])}"
-            if target is None and d["action"] != "add":
-                return f"decision {i}: {d['action']} needs a target"
             if not isinstance(d.get("reason", ""), str) or (d.get("part") is not None and not isinstance(d["part"], str)):
                 return f"decision {i}: reason and part must be text"
             if d["action"] == "outdate" and d.get("part") and not content_words(d["part"]) <= content_words(
@@ -170,6 +173,7 @@ def portamem_reconcile(statements: Sequence[MemoryRecord], candidates: Mapping[s
         if d["action"] in ("update", "outdate", "delete") and not _states(statement.content):
             continue  # the rules read no statement there: the model's word does not make it one
         target = m_keys[d["target"]].memory_id if d["target"] is not None else None
-        out.append(Decision(statement.memory_id, d["action"], target, "model: " + str(d.get("reason") or "")[:200],
+        action = d["action"] if target is not None else "add"  # about no memory shown: it changes none
+        out.append(Decision(statement.memory_id, action, target, "model: " + str(d.get("reason") or "")[:200],
                             d.get("part") or None))
     return out

@@ -98,7 +98,7 @@ def test_a_model_decision_replaces_the_rules_off_the_acknowledged_path(memory: M
     "I think S1 updates M1.",  # no JSON at all
     '{"decisions": [{"statement": "S1", "action": "update", "target": "M7", "reason": "x"}]}',  # an id never shown
     '{"decisions": [{"statement": "S1", "action": "replace", "target": "M1", "reason": "x"}]}',  # no such action
-    '{"decisions": [{"statement": "S1", "action": "update", "target": null, "reason": "x"}]}',  # update of nothing
+    '{"decisions": [{"statement": "S9", "action": "update", "target": "M1", "reason": "x"}]}',  # no such statement
 ])
 def test_a_broken_answer_is_asked_again_then_the_rules_decide(memory: Memory, answer: str) -> None:
     calls: list[str] = []

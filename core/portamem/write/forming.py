@@ -27,7 +27,7 @@ from ..statements import content_words, statements_of
 from ..text import same_passage
 from .supersession import _CLAUSES, _FACT, Supersessions, _decide, _outdate_part, _repeat, _replaced_part, _update
 
-__all__ = ["turn_row", "formation_turn", "candidates_for", "check", "Applied", "apply", "rule_decisions", "changes",
+__all__ = ["turn_row", "formation_turn", "candidates_for", "check", "Applied", "apply", "rule_decisions", "changes", "related",
            "CANDIDATES"]
 
 #: current memories shown to a reconciler per statement (vector, keyword and entity neighbours together)
@@ -243,10 +243,29 @@ _OTHERS = re.compile(
     r"爷爷|奶奶|外公|外婆|狗|猫)", re.I)
 
 
+def related(statement: MemoryRecord, target: MemoryRecord) -> bool:
+    """Whether the rules see the two as about the same thing: the rule pass superseded the target by the
+    statement, their named slots meet (``supersession``), the judgement without slots finds a change
+    (``changes``), or they share two topic words once their values are masked. A model's change,
+    repeat or delete of anything else is a guess the rules cannot back (a 0.5B model, asked, "updated"
+    whatever memory it was shown first). A change word in the statement and a content word in common
+    are enough beside those."""
+    if target.superseded_by == statement.memory_id:
+        return True
+    mine = statements_of(statement)
+    if mine and _decide(mine, target) is not None:
+        return True
+    if changes(statement, target) is not None or len(_distinct(_topic(statement.content)
+                                                               & _topic(target.content))) >= 2:
+        return True
+    # a change said in words the rules do not read as a slot ("these days I go bouldering on Sundays")
+    return bool(_CHANGE.search(statement.content)) and bool(_shared_words(statement, target))
+
+
 def _shared_words(a: MemoryRecord, b: MemoryRecord) -> frozenset[str]:
-    """The content words two memories have in common, units of time aside: a change, repeat or delete
-    between two texts that share none is a model's guess the rules cannot back."""
-    return frozenset(w for w in content_words(a.content) & content_words(b.content) if w not in _TIME_UNITS)
+    """The content words two memories have in common, units of time aside."""
+    return frozenset(w for w in content_words(a.content) & content_words(b.content)
+                     if w not in _TIME_UNITS and not any(c.isdigit() for c in w))  # a number is a value, not a topic
 
 
 def _subjects(record: MemoryRecord) -> set[str]:
@@ -271,8 +290,8 @@ def check(parts: Components, decision: Decision, statements: Mapping[str, Memory
         return f"{decision.target_id} is not among the memories shown for {statement.memory_id}"
     if not _in_scope(statement, target):
         return f"{target.memory_id} is outside the writer's scope"
-    if target.superseded_by != statement.memory_id and not _shared_words(statement, target):
-        return f"{statement.memory_id} and {target.memory_id} share no word: the rules see nothing linking them"
+    if decision.action != "add" and not related(statement, target):
+        return f"the rules see nothing linking {statement.memory_id} to {target.memory_id}"
     if decision.action not in _CHANGING:
         return None
     if target.trust is Trust.HIGH and TRUST_RANK[statement.trust] < TRUST_RANK[Trust.HIGH]:
@@ -352,6 +371,10 @@ def _apply_one(decision: Decision, statement: MemoryRecord | None, target: Memor
             return None  # already so
         if target.status is not Status.ACTIVE:
             return "the target is no longer current"
+        part = _clauses_about(target, statement) or _names_beside(target, statement)
+        if part:  # the target says more than what changed: outdated in part, its other facts still recalled
+            _outdate_part(target, statement, part, out.superseded)
+            return None
         _update(parts, target, statement, out.superseded)
         return None if statement.status is Status.ACTIVE else "held for review (contradicts high trust)"
     if target.status is not Status.ACTIVE:
