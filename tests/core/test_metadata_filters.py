@@ -15,6 +15,7 @@ from portamem import Memory
 from portamem.embeddings import Embedder
 from portamem.errors import ValidationError
 from portamem.filters import MetadataFilter, SearchFilters
+from portamem.read import replica
 
 #: every kind of value a field can hold, and a missing field
 VALUES: list[Any] = ["<missing>", None, True, False, 0, 1, 2, 2.5, -3, "2", "apollo", "Apollo", "b", "中文",
@@ -59,11 +60,26 @@ def pair(settings: Any, embedder: Embedder, tmp_path: Path) -> Iterator[tuple[Me
     a.close()
 
 
-def test_semantics_agree_on_every_path(pair: tuple[Memory, Memory]) -> None:
+def test_semantics_agree_on_every_path(pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch) -> None:
     """Python, the store's SQL (SQLAlchemy and SQLite's raw fast path), the replica's columns and the
-    Milvus path admit exactly the same rows for every operator and every kind of stored value."""
-    for mem in pair:
-        metas = _fill(mem)
+    Milvus path (the admitted rows scored exactly, or Milvus confined to them) admit exactly the same
+    rows for every operator and every kind of stored value."""
+    opened: list[Memory] = []
+    try:
+        _agree(pair, monkeypatch, opened)
+    finally:
+        for mem in opened:
+            mem.close()
+
+
+def _agree(pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch, opened: list[Memory]) -> None:
+    for mem, exact in ((pair[0], replica.EXACT_ADMITTED), (pair[1], replica.EXACT_ADMITTED), (pair[1], 0)):
+        monkeypatch.setattr(replica, "EXACT_ADMITTED", exact)
+        if exact == 0:  # the same store opened again: its index read, as after a restart
+            mem.close()
+            mem = Memory(settings=mem.settings, embedder=mem.embedder)
+            opened.append(mem)
+        metas = _fill(mem) if exact else {r.memory_id: r.metadata for r in mem.list_memories(user_id="u")}
         tenant = mem.tenant_id
         qvec = np.asarray(mem.embedder.embed(["rocket launch checklist"], kind="query")[0], dtype=np.float32)
         for cond in CONDITIONS:
@@ -163,3 +179,18 @@ def test_filter_round_trips_as_json() -> None:
     f = MetadataFilter.coerce(spec)
     assert f is not None and MetadataFilter.coerce(f.to_json()) == f
     assert MetadataFilter.coerce({}) is None
+
+
+def test_milvus_search_confined_to_ids_reaches_k(memory: Memory) -> None:
+    """Milvus asked for the nearest among some ids goes deeper until k of them are found: the same
+    top k as exact scoring of those ids alone."""
+    for i in range(40):
+        memory.save_memory(f"Weekly report number {i} on the garden irrigation", user_id="m")
+    memory.flush()
+    records = memory.list_memories(user_id="m")
+    only = {r.memory_id for r in records[::9]}  # 5 of 40, wherever they rank
+    qvec = np.asarray(memory.embedder.embed(["garden irrigation report"], kind="query")[0], dtype=np.float32)
+    hits = memory.index.search(memory.tenant_id, "m", qvec, 3, SearchFilters(), only=only)
+    vecs = memory.store.vectors(memory.tenant_id, "m", sorted(only), memory.index.model)
+    exact = sorted(vecs, key=lambda m: -float(vecs[m] @ qvec))[:3]
+    assert [h.memory_id for h in hits] == exact

@@ -300,7 +300,9 @@ class VectorReader:
         if not allowed:
             return []
         if len(allowed) > EXACT_ADMITTED:
-            hits = self.index.search(tenant_id, user_id, vector, k, filters, only=allowed)
+            # one search usually reaches k of them: as deep as k admitted rows lie among all the user's
+            depth = int(2 * k * max(1, self.store.user_count(tenant_id, user_id)) / len(allowed)) + 1
+            hits = self.index.search(tenant_id, user_id, vector, k, filters, only=allowed, depth=depth)
             if len(hits) >= min(k, len(allowed)):
                 return hits
         q = np.asarray(vector, dtype=np.float32)

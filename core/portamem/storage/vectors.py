@@ -449,14 +449,15 @@ class MilvusVectorIndex:
     # ---------------------------------------------------------------- reads
     def search(
         self, tenant_id: str, user_id: str, vector: np.ndarray, k: int, filters: SearchFilters,
-        only: Collection[str] | None = None,
+        only: Collection[str] | None = None, depth: int | None = None,
     ) -> list[VectorHit]:
         """The k nearest within the scope the filters admit; ``only``: among these ids alone (what a
         filter the index cannot express admits, as the store found it). Then the index is asked for
         more hits, four times as many each time, until k of them are among ``only`` or the scope has
-        no more (at most ``MAX_LIMIT``: the caller scores the ids itself when fewer come back)."""
+        no more (at most ``MAX_LIMIT``: the caller scores the ids itself when fewer come back).
+        ``depth``: how many hits to ask for first (the caller's estimate of where k of ``only`` lie)."""
         return self._query(scope_key(tenant_id, user_id), [np.asarray(vector, dtype=np.float32).tolist()], k,
-                           filters, only)[0]
+                           filters, only, depth)[0]
 
     def nearest(self, records: Sequence[MemoryRecord], k: int = 3) -> dict[str, list[VectorHit]]:
         """For each record (by id), its k nearest active neighbours in its tenant+user, one call per scope."""
@@ -471,14 +472,14 @@ class MilvusVectorIndex:
 
     def _query(
         self, key: int, vectors: list[list[float]], k: int, filters: SearchFilters,
-        only: Collection[str] | None = None,
+        only: Collection[str] | None = None, depth: int | None = None,
     ) -> list[list[VectorHit]]:
         """The k nearest of each vector within one scope: the index's hits and the scope's noted
         writes, scored exactly beside them (a noted delete or newer version hides the index's row)."""
         hidden, noted = self._overlay(key) if self.deferred else (set(), [])
         partition = self._partition(key)
         found: list[list[VectorHit]] = [[] for _ in vectors]
-        limit = min(k + len(hidden), self.MAX_LIMIT)
+        limit = min(max(k, depth or 0) + len(hidden), self.MAX_LIMIT)
         while self._has_partition(partition):
             with self._lock:
                 result = self.client.search(
