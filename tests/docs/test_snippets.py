@@ -73,6 +73,12 @@ def _shell_snippets() -> list[ShellSnippet]:
     return found
 
 
+def _fence_settings(example: CodeExample) -> dict[str, str]:
+    """The fence's settings as written (pytest-examples lowercases its prefix, and with it a skip's reason)."""
+    fence = example.path.read_text(encoding="utf-8").splitlines()[example.start_line - 1]
+    return {m.group(1): m.group(3) for m in _SETTING.finditer(fence)}
+
+
 def _where(example: CodeExample, exc: BaseException) -> str:
     """Python cannot print a traceback through a Markdown file's lines, so name the line by hand."""
     line = None
@@ -137,7 +143,7 @@ def test_snippets_found() -> None:
 @pytest.mark.parametrize("example", _python_examples(), ids=str)
 def test_python_snippet(example: CodeExample, eval_example: EvalExample, in_tmp: Path,
                         request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = example.prefix_settings()
+    settings = _fence_settings(example)
     _skip_if_marked(settings, str(example))
     if settings.get("setup") == "server":
         url = _server_for(request, monkeypatch, _tenant(str(example)))
