@@ -16,8 +16,16 @@ Each figure is printed beside a baseline measured in the same run on the same ma
 Filling runs through the public import path with precomputed vectors; ``--vector-cache DIR`` keeps
 them between runs (the default e5 embedder makes ~36 texts/s on 2 cores, ~45 min for 100k).
 
+Every memory carries metadata (``project``: one of four, ``priority``: 0-4); the filtered search
+figure asks each planted question again with ``filters={"metadata": {"project": "apollo",
+"priority": {"$gte": 2}}}`` (15 % of the rows), beside the same search unfiltered, both with the
+query's vector cached; ``--milvus-path`` also times both on a store whose replica budget is 0 (a user
+the replica does not hold: Milvus searches, confined to the ids the store's SQL admits).
+``--search-only`` skips the write figures.
+
     python benchmarks/speed.py --n 10000 --embedder use-multilingual-v3
     python benchmarks/speed.py --n 100000 --embedder use-multilingual-v3 --vector-cache .bench-vectors
+    python benchmarks/speed.py --n 100000 --embedder null-hash --search-only --no-langchain --milvus-path
 """
 
 from __future__ import annotations
@@ -50,6 +58,9 @@ NAMES = ("Aiko Tanaka Bruno Silva Chloe Martin Dmitri Petrov Elif Kaya Farid Had
          "Ines Duarte Jonas Weber Kavya Rao Liam Byrne Mei Chen Nadia Rossi Omar Aziz Priya Nair Quinn Hale "
          "Rosa Vidal Sven Berg Tariq Khan Uma Patel Viktor Horvat Wen Li Ximena Cruz Yusuf Demir Zoe Clarke").split()
 _NUMBER = re.compile(r"\d+")
+#: the metadata of row i (``fill``) and the filtered search's filter: it admits 3 rows in 20
+PROJECTS = ("apollo", "gemini", "mercury", "vostok")
+FILTER = {"metadata": {"project": "apollo", "priority": {"$gte": 2}}}
 
 
 def _rss_mb() -> float:
@@ -128,7 +139,8 @@ def fill(mem: Memory, rows: list[tuple[str, object, str, int]], vectors: np.ndar
             text, created, key, copy = rows[i]
             rec = MemoryRecord(content=text, user_id=user, type=MemoryType.EPISODIC, embedding=vectors[i].tolist(),
                                embedding_model=mem.embedder.name, embedding_version=mem.embedder.version,
-                               created_at=created)  # type: ignore[arg-type]
+                               created_at=created,  # type: ignore[arg-type]
+                               metadata={"project": PROJECTS[i % 4], "priority": i % 5})
             ids.append(rec.memory_id)
             if copy == 0:
                 evidence[key] = rec.memory_id
@@ -189,6 +201,9 @@ def main() -> None:
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="LoCoMo json (the dev file)")
     ap.add_argument("--vector-cache", default=None, help="folder keeping passage vectors between runs")
     ap.add_argument("--no-langchain", action="store_true", help="skip the EnsembleRetriever baseline")
+    ap.add_argument("--search-only", action="store_true", help="skip the write, lag and RSS figures")
+    ap.add_argument("--milvus-path", action="store_true",
+                    help="also time the filtered search of a user the replica does not hold")
     args = ap.parse_args()
     embedder = get_embedder(args.embedder)
     cache = VectorCache(embedder, args.vector_cache)
@@ -260,6 +275,18 @@ def main() -> None:
                          _pct(lc_lat, 0.99)),
                         (f"Recall@5, {nq} planted questions", found / nq, "LangChain EnsembleRetriever", lc_found / nq)]
 
+        # ---- the same questions with a metadata filter, beside the same search unfiltered (vectors cached)
+        figures += _filtered(mem, [q.question for q, _ in questions], args.n, "replica")
+        if args.search_only:
+            mem.close()
+            if args.milvus_path:
+                mem = Memory(settings=Settings(path=tmp, embedder=args.embedder, replica_budget_mb=0.0),
+                             embedder=embedder)
+                figures += _filtered(mem, [q.question for q, _ in questions], args.n, "Milvus")
+                mem.close()
+            _report(args, embedder, embed_s, fill_s, figures)
+            return
+
         # ---- acknowledged single saves (the indexer embeds behind them)
         save_lat, emb_lat = [], []
         for text, *_ in spare[: args.saves]:
@@ -301,6 +328,32 @@ def main() -> None:
     raw = args.n * embedder.dim * 4 / 2**20
     figures += [(f"RSS growth, store filled with {args.n:,} (MB)", rss_filled - rss0, "raw float32 vectors (MB)", raw),
                 ("RSS growth with the replica loaded (MB)", rss_searched - rss0, "raw float32 vectors (MB)", raw)]
+    _report(args, embedder, embed_s, fill_s, figures)
+
+
+def _filtered(mem: Memory, questions: list[str], n: int, path: str) -> list[tuple[str, float, str, float]]:
+    """Each question unfiltered then filtered (``FILTER``), alternately, after one untimed pass of each."""
+    for q in questions[:20]:
+        mem.search_memory(q, user_id="bench", top_k=5)
+        mem.search_memory(q, user_id="bench", top_k=5, filters=FILTER)
+    plain, filtered, admitted = [], [], 0
+    for q in questions:
+        t = time.perf_counter()
+        mem.search_memory(q, user_id="bench", top_k=5)
+        plain.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        hits = mem.search_memory(q, user_id="bench", top_k=5, filters=FILTER)
+        filtered.append((time.perf_counter() - t) * 1000)
+        admitted += all(h.record.metadata["project"] == "apollo" and h.record.metadata["priority"] >= 2 for h in hits)
+    assert admitted == len(questions), "a filtered search returned a row the filter does not admit"
+    return [(f"filtered search p50 at {n:,}, {path} (ms)", statistics.median(filtered), "same search unfiltered",
+             statistics.median(plain)),
+            (f"filtered search p99 at {n:,}, {path} (ms)", _pct(filtered, 0.99), "same search unfiltered",
+             _pct(plain, 0.99))]
+
+
+def _report(args: argparse.Namespace, embedder: Embedder, embed_s: float, fill_s: float,
+            figures: list[tuple[str, float, str, float]]) -> None:
     print(f"portamem speed: embedder {embedder.name}, {os.cpu_count()} CPUs, {args.n:,} LoCoMo-derived memories of "
           f"one user + {args.users} other users; vectors {embed_s:.0f} s (cache: {args.vector_cache or 'none'}), "
           f"import {fill_s:.1f} s")

@@ -194,3 +194,18 @@ def test_milvus_search_confined_to_ids_reaches_k(memory: Memory) -> None:
     vecs = memory.store.vectors(memory.tenant_id, "m", sorted(only), memory.index.model)
     exact = sorted(vecs, key=lambda m: -float(vecs[m] @ qvec))[:3]
     assert [h.memory_id for h in hits] == exact
+
+
+def test_keyword_search_reaches_k_past_its_shortlist(memory: Memory) -> None:
+    """The keyword retriever ranks a shortlist of 4k records before it checks the filter: when the
+    filter admits too few of it, the shortlist grows, and the top k are those of the filtered ranking."""
+    for i in range(60):
+        padding = " and more words" * (i // 10)  # the later ones rank lower (longer texts)
+        memory.save_memory(f"Garden irrigation report {i}{padding}", user_id="kw", metadata={"i": i})
+    memory.flush()
+    sf = SearchFilters(metadata=MetadataFilter.coerce({"i": {"$gte": 50}}))
+    everything = memory.store.keyword_search(memory.tenant_id, "kw", "garden irrigation report", SearchFilters(), 100)
+    ids = {r.memory_id: r.metadata["i"] for r in memory.list_memories(user_id="kw")}
+    want = [m for m, _ in everything if ids[m] >= 50][:2]
+    got = memory.store.keyword_search(memory.tenant_id, "kw", "garden irrigation report", sf, 2)
+    assert [m for m, _ in got] == want and len(want) == 2

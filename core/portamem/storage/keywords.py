@@ -39,6 +39,8 @@ TERM_CHARS = 256
 _MARK = ""
 #: a search ranks this many times k records from the postings before it looks at their rows
 _SHORTLIST = 4
+#: how far (times k) the shortlist grows when a filter admits few of it, before the join ranks them all
+_DEEPEST = 256
 
 keyword_md = sa.MetaData()
 _INSERT_POSTING = ("INSERT INTO keyword_postings (tenant_id, user_id, term, record, tf, doc_len) "
@@ -282,22 +284,31 @@ class PostingsKeywordIndex:
         if not terms or k <= 0:
             return []
         room = _SHORTLIST * k
-        if self.cache is not None:
-            short = self._cached_shortlist(conn, tenant_id, user_id, terms, room)
-        else:
-            short = [(int(r[0]), float(r[1])) for r in conn.execute(
-                _shortlist(), {"tenant": tenant_id, "user": user_id, "terms": terms, "room": room})]
-        if short and where_sql is not None and conn.dialect.name == "sqlite":
-            admitted = {int(r[0]): r[1] for r in fast.driver(conn).execute(
-                f"SELECT pk, memory_id FROM {records.name} WHERE pk IN ({fast.marks(len(short))}) AND {where_sql[0]}",
-                (*(pk for pk, _ in short), *where_sql[1]))}
-        else:
-            admitted = {int(r[0]): r[1] for r in conn.execute(
-                sa.select(records.c.pk, records.c.memory_id).where(records.c.pk.in_([pk for pk, _ in short]), *where))
-            } if short else {}
-        found = [(admitted[pk], score) for pk, score in short if pk in admitted][:k]
-        if len(found) == k or len(short) < room:
-            return found
+        admitted: dict[int, str] = {}
+        checked: set[int] = set()
+        # a selective filter (a metadata one) admits few of the shortlist: the shortlist grows, and only
+        # its new records are checked, before the join ranks every scored record
+        while True:
+            if self.cache is not None:
+                short = self._cached_shortlist(conn, tenant_id, user_id, terms, room)
+            else:
+                short = [(int(r[0]), float(r[1])) for r in conn.execute(
+                    _shortlist(), {"tenant": tenant_id, "user": user_id, "terms": terms, "room": room})]
+            new = [pk for pk, _ in short if pk not in checked]
+            checked.update(new)
+            if new and where_sql is not None and conn.dialect.name == "sqlite":
+                admitted.update({int(r[0]): r[1] for r in fast.driver(conn).execute(
+                    f"SELECT pk, memory_id FROM {records.name} WHERE pk IN ({fast.marks(len(new))}) "
+                    f"AND {where_sql[0]}", (*new, *where_sql[1]))})
+            elif new:
+                admitted.update({int(r[0]): r[1] for r in conn.execute(
+                    sa.select(records.c.pk, records.c.memory_id).where(records.c.pk.in_(new), *where))})
+            found = [(admitted[pk], score) for pk, score in short if pk in admitted][:k]
+            if len(found) == k or len(short) < room:
+                return found
+            if room >= _DEEPEST * k:
+                break
+            room *= 8
         scores = _score_query(tenant_id, user_id, terms)
         q = (
             sa.select(records.c.memory_id, scores.c.score)
