@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from portamem import Memory
 from portamem.embeddings import Embedder
 from portamem.errors import ValidationError

@@ -7,7 +7,6 @@ import json
 
 import httpx
 import pytest
-
 from portamem import Memory, RemoteMemory
 from portamem.errors import ValidationError
 from portamem.filters import SearchFilters
@@ -55,7 +54,6 @@ def test_remote_bad_metadata_filter_is_a_typed_error(remote: RemoteMemory, serve
 async def test_mcp_search_tool_takes_a_metadata_filter(memory: Memory) -> None:
     pytest.importorskip("mcp")
     from mcp import Client
-
     from portamem.server.mcp_tools import build_mcp
 
     _fill(memory, "alice")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import replace
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
