@@ -211,12 +211,14 @@ class Memory:
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until the vector index reflects every write committed before this call (read-your-writes
-        for vector search); ``IndexingTimeoutError`` after ``timeout`` seconds (the writes stay stored)."""
+        for vector search), and write the retrieval log and use counts buffered so far;
+        ``IndexingTimeoutError`` after ``timeout`` seconds (the writes stay stored)."""
         self._check_open()
         self.indexer.flush(timeout)
         self.formation.flush(timeout)  # then formation, whose turns wait for their rule pass above
         self.indexer.flush(timeout)  # and what formation wrote
         self.cold_loader.flush()
+        self.retrieval_log.flush()  # the searches' hits and use counts: ``show`` and ``/ui`` see them now
 
     def stats(self) -> IndexStats:
         """How far the background indexer is behind: pending rows, the oldest one's age, indexed/s;

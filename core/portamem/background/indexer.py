@@ -33,7 +33,7 @@ from ..write.dedupe import dedupe
 from ..write.save import unhold
 from ..write.supersession import Supersessions, supersede
 from .queued import HandOver
-from .upkeep import repair
+from .upkeep import index_disagrees, repair
 
 __all__ = ["Indexer", "IndexStats", "settle", "Outcome"]
 
@@ -91,9 +91,18 @@ class Indexer:
         self._thread = threading.Thread(target=self._run, name="portamem-indexer", daemon=True)
         #: rows this indexer works on, where several processes share the outbox
         self._claims = OutboxClaims(parts.store.engine)
+        #: whether the index disagreed with the records at open (``upkeep.index_disagrees``): the thread repairs it
+        self._repair = False
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
+        """Note what the outbox holds and whether the index needs repair, then start the thread; called
+        before the store takes this process's first write (see ``upkeep.index_disagrees``)."""
+        try:
+            self._repair = index_disagrees(self._parts)
+        except Exception:  # noqa: BLE001 - the thread's repair tries again and reports its failure
+            log.warning("checking the vector index against the records failed; repairing it", exc_info=True)
+            self._repair = True
         now = time.monotonic()
         with self._cond:
             for memory_id, tenant_id, user_id in self._parts.store.outbox_keys():
@@ -203,7 +212,8 @@ class Indexer:
     # ------------------------------------------------------------------ the thread
     def _run(self) -> None:
         try:
-            repair(self._parts)
+            if self._repair:
+                repair(self._parts)
         except Exception as exc:  # the outbox still drains; the next open tries again
             log.exception("vector index repair failed")
             self._error = f"repair: {exc}"

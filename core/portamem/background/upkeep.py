@@ -17,7 +17,7 @@ from ..filters import SearchFilters
 from ..records import MemoryRecord, Tier, in_vector_index
 from ..write.validation import SafeProgress
 
-__all__ = ["index_now", "reconcile", "repair", "reindex"]
+__all__ = ["index_now", "reconcile", "index_disagrees", "repair", "reindex"]
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +65,27 @@ def reconcile(parts: Components, progress: Any = None) -> None:
         parts.store.set_meta(conn, "embedder", parts.embedder.name)
 
 
+def index_disagrees(parts: Components) -> bool:
+    """Whether the index may not hold exactly the settled active rows: its count differs from the hot
+    tier's, the outbox holds rows the last process left (a crash between an index write and its
+    commit), or the last process noted index writes it never applied (``MilvusVectorIndex.recovering``).
+
+    Asked when the store opens (``Indexer.start``), before this process writes: a row saved since is in
+    the outbox by design, not a disagreement. Asked later, from the indexer's thread, the first save of
+    a fresh store raced it and was taken for one (a repair and its warning on one open in three).
+    """
+    with parts.lock:
+        if getattr(parts.index, "recovering", False):
+            return True
+        return parts.index.count() != parts.store.count(filters=SearchFilters(tiers=(Tier.HOT,))) \
+            or bool(parts.store.outbox_size())
+
+
 def repair(parts: Components) -> None:
-    """Make the index hold exactly the settled active rows when its count says it may not (a lost or
-    older index directory, a crash between an index write and its commit), or when the last process
-    noted index writes it never applied (``MilvusVectorIndex.recovering``). Runs in the indexer."""
+    """Make the index hold exactly the settled active rows; run by the indexer when ``index_disagrees``
+    said so at open."""
     with parts.lock:
         recovering = getattr(parts.index, "recovering", False)
-        if not recovering and parts.index.count() == parts.store.count(filters=SearchFilters(tiers=(Tier.HOT,))) \
-                and not parts.store.outbox_size():
-            return
         log.warning("vector index disagrees with the records; repairing")
         have = parts.index.ids()
         parts.index.delete(have - parts.store.all_active_ids())

@@ -114,6 +114,9 @@ class Metrics:
 
     # ------------------------------------------------------------------ store figures
     def start(self) -> None:
+        """Read the store's figures once before the server answers (a scrape in the first instants found
+        no ``portamem_memories`` while the thread had not read them yet), then every refresh interval."""
+        self._refresh_logged()
         self._thread = threading.Thread(target=self._refresh_loop, name="portamem-metrics", daemon=True)
         self._thread.start()
 
@@ -124,13 +127,14 @@ class Metrics:
 
     def _refresh_loop(self) -> None:
         interval = self.state.memory.settings.server_metrics_refresh_s
-        while True:
-            try:
-                self.refresh()
-            except Exception:
-                log.warning("reading the store's figures for /metrics failed", exc_info=True)
-            if self._stop.wait(interval):
-                return
+        while not self._stop.wait(interval):
+            self._refresh_logged()
+
+    def _refresh_logged(self) -> None:
+        try:
+            self.refresh()
+        except Exception:
+            log.warning("reading the store's figures for /metrics failed", exc_info=True)
 
     def refresh(self) -> None:
         """Count the store's memories by tenant and status, and the evictions and purges audited since the last look."""
@@ -222,6 +226,8 @@ class _Collector:
         sizes, evictions, purges, age = self.metrics.store_figures()
         family = GaugeMetricFamily("portamem_memories", "Memories in the store by tenant and status",
                                    labels=["tenant", "status"])
+        if age is not None and not sizes:  # an empty store has a series too: 0 active memories
+            sizes = {(mem.tenant_id, "active"): 0}
         for (tenant, status), n in sorted(sizes.items()):
             family.add_metric([tenant, status], n)
         yield family
