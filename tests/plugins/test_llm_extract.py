@@ -1,6 +1,6 @@
 """The LLM statement extractor: strict JSON, validated, asked again with what was wrong, the rules when
-every attempt failed; its statements reconcile like the rules' (a change the rules cannot read still
-supersedes)."""
+every attempt failed; asked only by the formation worker, once per user turn, never on the acknowledged
+write path nor on the memories the turn wrote; a clause it reads that the rules missed is kept."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from portamem import Memory, Settings
 from portamem.embeddings import Embedder
 from portamem.plugins import get_plugin_manager
-from portamem.records import Status
 from portamem.statements import statements_of
 from portamem_plugins.llm_extract import LLMExtractor
 
@@ -71,17 +70,20 @@ def scripted(tmp_path, embedder: Embedder) -> Iterator[tuple[Memory, list[str]]]
     mem.close()
 
 
-def test_the_models_statements_reconcile_as_the_rules_do(scripted: tuple[Memory, list[str]]) -> None:
+def test_the_model_is_asked_once_per_user_turn_in_the_background_never_on_the_write_path(
+        scripted: tuple[Memory, list[str]]) -> None:
     mem, prompts = scripted
-    lyon = mem.save_memory("I live in Lyon.", user_id="u", wait=True)
-    paris = mem.save_memory("Paris is where I am based now, Lyon is behind me.", user_id="u", wait=True)
+    mem.save_memory("I live in Lyon.", user_id="u", wait=True)
+    assert prompts == []  # a save is the rules' alone: no model on the acknowledged path
+    turn = "Paris is where I am based now, Lyon is behind me."
+    mem.add_turn(turn, "Nice!", user_id="u", session_id="s")
     mem.flush()
-    assert [s.value for s in statements_of(mem.get_memory(paris.memory_id, user_id="u"))] == ["Paris"]
-    old = mem.get_memory(lyon.memory_id, user_id="u")
-    assert old.status is Status.SUPERSEDED and old.superseded_by == paris.memory_id
-    # the retries said what was wrong with the answer before
-    asked = [p for p in prompts if "Paris is where" in p]
-    assert len(asked) == 3 and "rejected: not JSON" in asked[1] and "value" in asked[2]
+    asked = [p for p in prompts if "Message: " in p]
+    # once for the turn (three attempts: the retries said what was wrong), never on the memories it wrote
+    assert len(asked) == 3 and all(turn in p for p in asked)
+    assert "rejected: not JSON" in asked[1] and "value" in asked[2]
+    kept = [m.content for m in mem.list_memories(user_id="u", filters={"statuses": ["active", "superseded"]})]
+    assert any("Paris is where I am based now" in c for c in kept)  # the clause the model read is kept
 
 
 def test_a_question_the_model_labels_is_not_stored_as_a_fact(scripted: tuple[Memory, list[str]]) -> None:
@@ -92,9 +94,10 @@ def test_a_question_the_model_labels_is_not_stored_as_a_fact(scripted: tuple[Mem
                    if m.type.value == "semantic") and out is not None
 
 
-def test_three_broken_answers_leave_the_text_to_the_rules(scripted: tuple[Memory, list[str]]) -> None:
+def test_three_broken_answers_leave_the_turn_to_the_rules(scripted: tuple[Memory, list[str]]) -> None:
     mem, prompts = scripted
-    saved = mem.save_memory("I'm allergic to peanuts.", user_id="u", wait=True)
-    assert [p for p in prompts if "peanuts" in p].__len__() == 3
-    got = statements_of(mem.get_memory(saved.memory_id, user_id="u"))
+    mem.add_turn("I'm allergic to peanuts.", "Noted.", user_id="u", session_id="s")
+    mem.flush()
+    assert len([p for p in prompts if "peanuts" in p]) == 3
+    got = [s for m in mem.list_memories(user_id="u") for s in statements_of(m)]
     assert [(s.attribute, s.value) for s in got] == [("allergic_to", "peanuts")]  # the rule extractor's reading

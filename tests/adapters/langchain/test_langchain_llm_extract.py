@@ -1,5 +1,6 @@
 """The LLM statement extractor driven by a LangChain chat model (LangChain's own fake model here; any
-``BaseChatModel`` in production): what the model reads from a turn is what the memory reconciles."""
+``BaseChatModel`` in production): asked by the formation worker once per user turn, never on the
+acknowledged path, and the change the turn says retires the older value."""
 
 from __future__ import annotations
 
@@ -35,9 +36,13 @@ def test_a_chat_models_statements_supersede_through_the_extract_hook(tmp_path: P
     pm = get_plugin_manager()
     pm.register(LLMExtractor(lambda prompt: str(model.invoke(prompt).content)), name="llm_extract")
     with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder, plugins=pm) as mem:
-        old = mem.save_memory("We set aside 12000 euros for the kitchen renovation.", user_id="u", wait=True)
-        new = mem.save_memory("Ugh, the kitchen is going to take 15000 euros after all.", user_id="u", wait=True)
+        # the model is asked in the background, once per user turn (three scripted answers for two turns,
+        # the prose one refused and asked again)
+        old = mem.add_turn("We set aside 12000 euros for the kitchen renovation.", "Noted.", user_id="u")[0]
+        mem.flush()
+        new = mem.add_turn("Ugh, the kitchen is going to take 15000 euros after all.", "Oh no.", user_id="u")[0]
         mem.flush()
         assert mem.get_memory(old.memory_id, user_id="u").status is Status.SUPERSEDED
         assert mem.get_memory(new.memory_id, user_id="u").supersedes == old.memory_id
-        assert [h.memory_id for h in mem.search_memory("kitchen budget", user_id="u")] == [new.memory_id]
+        assert [h.memory_id for h in mem.search_memory("kitchen budget", user_id="u")][:1] == [new.memory_id]
+        assert mem.stats().formation.last_error is None
