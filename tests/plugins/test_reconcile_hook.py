@@ -1,0 +1,39 @@
+"""A third-party reconciler on ``portamem_reconcile``: its decisions are applied through supersession
+(history kept, audited with its name and reason) after the same checks as the built-in ones."""
+
+from __future__ import annotations
+
+from portamem import Memory, Settings, Status, hookimpl
+from portamem.embeddings import Embedder
+from portamem.pipeline import Decision
+from portamem.plugins import get_plugin_manager
+
+
+class RetireSports:
+    """Says a statement about bouldering replaces the memory about tennis it was shown."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @hookimpl(tryfirst=True)
+    def portamem_reconcile(self, statements, candidates, turn, context, model):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        assert context.formation and model is None and "bouldering" in turn.user
+        return [Decision(s.memory_id, "update", c.memory_id, "bouldering replaced tennis")
+                for s in statements for c in candidates[s.memory_id] if "tennis" in c.content]
+
+
+def test_a_reconciler_plugin_decides_and_its_decision_is_audited(tmp_path, embedder: Embedder) -> None:  # type: ignore[no-untyped-def]
+    plugin = RetireSports()
+    pm = get_plugin_manager()
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder, plugins=pm) as mem:
+        tennis = mem.save_memory("I play tennis every Sunday.", user_id="u")
+        mem.flush()
+        pm.register(plugin, name="retire_sports")
+        new = mem.add_turn("These days I go bouldering on Sundays.", "Fun!", user_id="u")[0]
+        mem.flush()
+        assert plugin.calls == 1
+        old = mem.get_memory(tennis.memory_id, user_id="u")
+        assert old.status is Status.SUPERSEDED and old.superseded_by == new.memory_id
+        trail = [e for e in mem.store.audit_trail(mem.tenant_id, new.memory_id) if e["action"] == "form"]
+        assert trail[0]["detail"]["by"] == "retire_sports" and trail[0]["detail"]["applied"]
