@@ -219,6 +219,17 @@ class Settings:
     llm_timeout_s: float = 30.0
     #: how many times a call that met a server error (HTTP 5xx, no connection) is tried again
     llm_retries: int = 1
+    #: a reranker of each search's best hits after scoring (``portamem.read.rerank``, the ``portamem_rerank``
+    #: hook): None (off), ``"mmr"`` (diversity: a hit like one ranked above it goes down), ``"cross-encoder"``
+    #: (a sentence-transformers CrossEncoder at ``rerank_model``) or ``"model"`` (the chat model at ``llm_url``
+    #: orders them); another name is a plugin's
+    rerank: str | None = None
+    #: how many of the best hits the reranker is shown (at least the search's top_k)
+    rerank_candidates: int = 20
+    #: MMR's balance of relevance (1: the scoring's order) against diversity (towards 0)
+    rerank_mmr_lambda: float = 0.7
+    #: the CrossEncoder of ``rerank="cross-encoder"``: a local path or a model name sentence-transformers loads
+    rerank_model: str | None = None
 
     def __post_init__(self) -> None:
         if self.embed_workers is not None and (isinstance(self.embed_workers, bool) or self.embed_workers < 0):
@@ -286,6 +297,7 @@ class Settings:
                               f"got {self.llm_timeout_s}, {self.llm_retries!r}")
         if self.llm_url is not None and not str(self.llm_url).startswith(("http://", "https://")):
             raise ConfigError(f"llm_url must be an http(s) base URL ending in /v1, got {self.llm_url!r}")
+        self._check_rerank()
         if not 0.0 <= self.unknown_entity_penalty <= 1.0:
             raise ConfigError(f"unknown_entity_penalty must be in [0, 1], got {self.unknown_entity_penalty}")
         if not 0.0 <= self.unknown_asked_penalty <= 1.0:
@@ -298,6 +310,22 @@ class Settings:
         ) or not factors["low"] <= factors["medium"] <= factors["high"]:
             raise ConfigError(f"trust_factors must give high/medium/low each in (0, 1], low <= medium <= high; "
                               f"got {self.trust_factors}")
+
+    def _check_rerank(self) -> None:
+        if self.rerank is not None and (not isinstance(self.rerank, str) or not self.rerank.strip()):
+            raise ConfigError(f"rerank must be None or a reranker's name ('mmr', 'cross-encoder', 'model'), "
+                              f"got {self.rerank!r}")
+        if isinstance(self.rerank_candidates, bool) or not isinstance(self.rerank_candidates, int) \
+                or not 1 <= self.rerank_candidates <= self.max_top_k:
+            raise ConfigError(f"rerank_candidates must be an integer from 1 to max_top_k ({self.max_top_k}), "
+                              f"got {self.rerank_candidates!r}")
+        if not 0.0 < self.rerank_mmr_lambda <= 1.0:
+            raise ConfigError(f"rerank_mmr_lambda must be in (0, 1] (1: no diversity), got {self.rerank_mmr_lambda}")
+        if self.rerank == "cross-encoder" and not self.rerank_model:
+            raise ConfigError("rerank='cross-encoder' needs rerank_model: the path or name of a sentence-transformers "
+                              "CrossEncoder (pip install 'portamem[sentence-transformers]')")
+        if self.rerank == "model" and self.llm_url is None:
+            raise ConfigError("rerank='model' needs a chat model: set llm_url (and llm_model)")
 
     @property
     def resolved_db_url(self) -> str:

@@ -28,6 +28,8 @@ from .entities import extract_entities, normalize_entity
 from .memory import Memory
 from .read.calibration import CalibrationSet, measure_background
 from .read.candidates import SOURCES, Candidate
+from .read.rerank import depth as rerank_depth
+from .read.rerank import rerank
 from .read.scoring import combine
 from .read.trace import TraceEntry
 from .recall import REFERENCES
@@ -360,6 +362,9 @@ def evaluate_locomo(
     merged. MRR counts the first evidence turn within the top ``max(ks)`` (0 when none is there).
     With ``negatives`` each conversation is also asked the next conversation's questions, about
     which nothing is stored: the share that returns nothing is the ``negatives`` figure.
+
+    With ``Settings.rerank`` set, ``hybrid`` is the scoring alone and ``rerank:<name>`` the same
+    search's best ``rerank_candidates`` hits as the reranker orders them, in the same run.
     """
     ks = tuple(sorted(set(int(k) for k in ks)))
     if not ks or ks[0] < 1:
@@ -370,7 +375,9 @@ def evaluate_locomo(
     started = time.perf_counter()
     cached = CachedEmbedder(embedder or get_embedder(settings.embedder), embedding_cache)
     convs = _select(load_locomo(path), conversations)
-    tallies = {m: _Tally(ks) for m in [*METHODS, "relative"]}
+    reranking, settings = settings, settings.replace(rerank=None)
+    reranked = f"rerank:{reranking.rerank}" if reranking.rerank else None
+    tallies = {m: _Tally(ks) for m in [*METHODS, "relative", *([reranked] if reranked else [])]}
     depth = max(ks)
     empty = {"hybrid": 0, "relative": 0}
     asked = 0
@@ -390,13 +397,18 @@ def evaluate_locomo(
             for i, q in enumerate(conv.questions):
                 _prime_queries(cached, conv.questions, i)
                 trace: list[TraceEntry] = []
-                hits = mem.search_memory(q.question, user_id=conv.sample_id, top_k=depth, now=conv.now, trace=trace)
+                hits = mem.search_memory(q.question, user_id=conv.sample_id, top_k=rerank_depth(reranking, depth),
+                                         now=conv.now, trace=trace)
+                shown, hits = hits, hits[:depth]
                 ranked = {
                     "hybrid": [h.memory_id for h in hits],
                     "vector": [e.candidate.memory_id for e in _baseline(trace, "vector", "cosine", depth)],
                     "bm25": [e.candidate.memory_id for e in _baseline(trace, "keyword", "bm25", depth)],
                     "relative": _relative(mem, q.question, conv.sample_id, trace, conv.now, depth),
                 }
+                if reranked:
+                    ranked[reranked] = [h.memory_id for h in rerank(mem.hooks, q.question, shown, depth, reranking,
+                                                                    getattr(mem.formation, "model", None))]
                 for method, memory_ids in ranked.items():
                     tallies[method].add(q.category, [ids.get(m, "?") for m in memory_ids], q.evidence)
                 returned.append(len(hits))
@@ -434,6 +446,8 @@ def evaluate_locomo(
         "weights": dict(settings.weights),
         "recency_lambda": settings.recency_lambda,
         "min_score": settings.min_score,
+        "rerank": {"name": reranking.rerank, "candidates": reranking.rerank_candidates,
+                   "mmr_lambda": reranking.rerank_mmr_lambda} if reranked else None,
         "results": results,
         "mean_returned": round(float(np.mean(returned)), 2) if returned else 0.0,
         "prompt_precision": {"top_k": settings.top_k, "questions": len(precision),

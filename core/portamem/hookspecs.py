@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .config import Settings
     from .pipeline import Decision, Extraction, FormationTurn, GuardVerdict, Habit, Preload, Redaction, TriggerVote, \
         WriteContext
-    from .records import MemoryRecord, Turn
+    from .records import MemoryRecord, SearchHit, Turn
 
 __all__ = [
     "hookspec",
@@ -39,6 +39,7 @@ __all__ = [
     "portamem_preload",
     "portamem_summarize_habit",
     "portamem_reconcile",
+    "portamem_rerank",
 ]
 
 hookspec = pluggy.HookspecMarker("portamem")
@@ -237,4 +238,35 @@ def portamem_reconcile(
     :param model: the configured chat model (``portamem.models.ChatModel``), or None without one.
     :return: the decisions (``Decision``; statements without one are left as the rules settled them),
         or None to let the next reconciler decide.
+    """
+
+
+@hookspec(firstresult=True)
+def portamem_rerank(
+    query: str, hits: Sequence[SearchHit], k: int, settings: Settings, model: Any
+) -> Sequence[SearchHit] | None:
+    """Reorder and rescore a search's best hits after scoring: for diversity, with a cross-encoder that
+    reads the query and each memory together, or with a model that judges them side by side.
+
+    Called by every search (``search_memory``, and so ``recall`` and the adapters) when
+    ``Settings.rerank`` names a reranker (None, the default, skips the stage), with the
+    ``Settings.rerank_candidates`` best hits (at least ``k``) as scoring ranked them. Stops at first
+    non-None result: a plugin answers for the names it knows and passes on the others. The built-in
+    ``rerank`` plugin (``portamem_plugins.rerank``) knows ``"mmr"`` (maximal marginal relevance over the
+    hits' vectors, ``Settings.rerank_mmr_lambda``), ``"cross-encoder"`` (a sentence-transformers
+    CrossEncoder at ``Settings.rerank_model``) and ``"model"`` (the configured chat model orders the ids
+    it is shown; the scoring's order when its answer is unusable, counted as a fallback in
+    ``Memory.stats().model``). A name no plugin answers for is a ``ConfigError``.
+
+    The answer must be hits of ``hits``, each at most once, best first, their ``score`` not increasing
+    (rescored: set ``score`` and ``breakdown.final`` with ``dataclasses.replace``, and any component
+    in ``breakdown.components``); the search keeps the first ``k``. A hit may be left out.
+
+    :param query: the search's query text.
+    :param hits: the best hits, best first; ``hit.record.embedding`` is the memory's vector where the
+        index had one (else None), ``hit.score`` and ``hit.breakdown`` the scoring's.
+    :param k: how many hits the search returns.
+    :param settings: the settings of the memory searched (``rerank``, ``rerank_mmr_lambda``, ``rerank_model``).
+    :param model: the configured chat model (``portamem.models.ChatModel``), or None without one.
+    :return: the hits reordered and rescored, or None to let the next reranker answer.
     """

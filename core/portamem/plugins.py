@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from .errors import PluginError
 from .config import Settings
 from .pipeline import RECONCILE_ACTIONS, Decision, Extraction, FormationTurn, GuardVerdict, Habit, Need, Preload, \
     Redaction, TriggerVote, WriteContext
-from .records import MemoryRecord, Turn
+from .records import MemoryRecord, SearchHit, Turn
 
 __all__ = ["DEFAULT_PLUGINS", "get_plugin_manager", "Hooks", "RegisteredScorer", "BLOCK_ENV"]
 
@@ -33,6 +34,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("preload_rules", "portamem_plugins.preload"),
     ("model_reconciler", "portamem_plugins.reconcile_model"),
     ("rule_reconciler", "portamem_plugins.reconcile_rules"),
+    ("rerank", "portamem_plugins.rerank"),
 )
 
 #: comma-separated plugin names that must not be loaded
@@ -209,6 +211,24 @@ class Hooks:
                 needs.setdefault(need.name, need)
         query = "; ".join(dict.fromkeys(plan.query for _, plan in plans if plan.query))
         return Preload(plans[0][1].task, tuple(needs.values()), query)
+
+    def rerank(self, query: str, hits: Sequence[SearchHit], k: int, settings: Settings,
+               model: Any) -> tuple[str, list[SearchHit]] | None:
+        """The first reranker's hits and its name, checked against the hook's contract (hits shown, each
+        once, scores not increasing), or None when no plugin answers for ``settings.rerank``."""
+        shown = {h.memory_id for h in hits}
+
+        def valid(r: Any) -> bool:
+            if not isinstance(r, (list, tuple)) or not all(isinstance(h, SearchHit) for h in r):
+                return False
+            ids = [h.memory_id for h in r]
+            scores = [h.score for h in r]
+            return len(set(ids)) == len(ids) and set(ids) <= shown \
+                and all(isinstance(x, (int, float)) and math.isfinite(x) for x in scores) \
+                and all(a >= b for a, b in zip(scores, scores[1:]))
+        found = self._first("portamem_rerank", valid, "hits of those shown, each once, their scores not increasing",
+                            query=query, hits=hits, k=k, settings=settings, model=model)
+        return None if found is None else (found[0], list(found[1]))
 
     def scorers(self) -> dict[str, RegisteredScorer]:
         """Retrieval scorers by name, each with the default weight its plugin offered (or None)."""

@@ -183,3 +183,15 @@ def test_cli_eval_json_and_tune(locomo_file: Path, capsys: pytest.CaptureFixture
 def test_tune_refuses_overlapping_splits(locomo_file: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValidationError):
         tune_weights(locomo_file, train=[0], test=[0], embedder=embedder, show_progress=False)
+
+
+def test_a_named_reranker_is_measured_beside_the_scoring_in_the_same_run(locomo_file: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    off = evaluate_locomo(locomo_file, ks=(1, 3), settings=Settings(rerank="mmr", rerank_mmr_lambda=1.0),
+                          embedder=embedder, show_progress=False, negatives=False)
+    assert set(off["results"]) == {"hybrid", "vector", "bm25", "relative", "rerank:mmr"}
+    assert off["rerank"] == {"name": "mmr", "candidates": 20, "mmr_lambda": 1.0}
+    # lambda 1 is the scoring's order: the reranked column is the hybrid one
+    assert off["results"]["rerank:mmr"] == off["results"]["hybrid"]
+    plain = evaluate_locomo(locomo_file, ks=(1, 3), settings=Settings(), embedder=embedder, show_progress=False,
+                            negatives=False)
+    assert plain["results"]["hybrid"] == off["results"]["hybrid"] and plain["rerank"] is None

@@ -1,6 +1,6 @@
 """One search after validation: candidates (``candidates``), the user's rows still queued for the
-index scored beside them, scorer plugins, ranking (``scoring``), the agent's own memories before the
-shared layer, then the use of the hits logged (``usage``).
+index scored beside them, scorer plugins, ranking (``scoring``), the reranker when one is named
+(``rerank``), the agent's own memories before the shared layer, then the use of the hits logged (``usage``).
 
 May import: the data model, ``portamem.components``, ``portamem.storage`` and the rest of the read path.
 """
@@ -21,6 +21,8 @@ from ..pipeline import WriteContext
 from ..records import SearchHit, Tier, Trust
 from .candidates import SOURCES, Candidate, CandidateFinder
 from .prompt import format_memories
+from .rerank import depth as rerank_depth
+from .rerank import rerank
 from .scoring import rank
 from .trace import TraceEntry, explain
 from .usage import RetrievalLog
@@ -104,7 +106,7 @@ class Search:
                 weights=weights if weights is not None else {
                     **{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
                 now=now,
-                top_k=k,
+                top_k=rerank_depth(s, k),  # the reranker's candidates when one is named
                 min_score=s.min_score,
                 scorers=[r.fn for r in registered.values()],
                 settings=s,
@@ -130,6 +132,7 @@ class Search:
                 candidates = {**warm, **candidates}
             if warm or trace is not None:
                 hits = ranked(candidates, trace)
+        hits = rerank(self.parts.hooks, query, hits, k, s, getattr(self.parts.formation, "model", None))
         if filters.agent_id is not None:  # the agent's private memories before the shared layer
             hits.sort(key=lambda h: h.record.agent_id is None)
         self.log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s),
