@@ -382,3 +382,37 @@ def test_a_subset_of_conversations_is_played_and_a_model_is_reported(tmp_path: P
     with pytest.raises(ValidationError, match="nope"):
         evaluate_scenarios(path=path, settings=Settings(), embedder=embedder, show_progress=False,
                            conversations=["nope"])
+
+
+def test_the_oracle_extractor_answers_each_turn_once_with_its_statements() -> None:
+    from portamem.pipeline import WriteContext
+    from portamem.scenarios.oracle import OracleExtractor, load_oracle
+
+    ctx = WriteContext(tenant_id="t", user_id="u", settings=Settings())
+    oracle = OracleExtractor([("So we're redoing the kitchen, budget 12k", ["We're redoing the kitchen.",
+                                                                             "The kitchen budget is 12,000."]),
+                              ("thanks!", [])])
+    first = oracle.portamem_extract(text="So we're redoing the kitchen, budget 12k", context=ctx)
+    assert first is not None and [s.text for s in first.statements] == ["We're redoing the kitchen.",
+                                                                       "The kitchen budget is 12,000."]
+    assert [a for _, a in first.utterances] == ["statement", "statement"]
+    # a stored sentence read again, or the same turn read a second time, is left to the rules
+    assert oracle.portamem_extract(text="So we're redoing the kitchen, budget 12k", context=ctx) is None
+    assert oracle.portamem_extract(text="We're redoing the kitchen.", context=ctx) is None
+    nothing = oracle.portamem_extract(text="thanks!", context=ctx)
+    assert nothing is not None and not nothing.statements and nothing.utterances == [("thanks!", "question")]
+    packaged = load_oracle()
+    assert packaged[("en-kitchen", "s1", 1)][0] == "We're finally redoing the kitchen."
+
+
+def test_oracle_statements_are_played_through_the_write_path(tmp_path: Path, embedder: Embedder) -> None:
+    from portamem.errors import ValidationError
+    from portamem.scenarios.harness import _run_one
+    from portamem.scenarios.oracle import load_oracle
+
+    scenario = next(s for s in load_scenarios(suite_path("dev"), "dev") if s.id == "en-kitchen")
+    run = _run_one(scenario, Settings(), embedder, oracle=load_oracle())
+    # every stating turn left its statements, and no question or filler turn left anything
+    assert not [s for s in run.stored if s["kind"] in ("lost", "question", "filler")]
+    with pytest.raises(ValidationError, match="dev"):
+        evaluate_scenarios("test", oracle=True, embedder=embedder, show_progress=False)

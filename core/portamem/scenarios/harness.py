@@ -53,6 +53,7 @@ from ..messages import Message, add_messages
 from ..read.prompt import DEFAULT_HEADER
 from ..recall import format_memories, recall
 from ..records import MemoryRecord, MemoryType, SearchHit, Status
+from .oracle import ORACLE_SPLIT, load_oracle, oracle_plugins
 
 __all__ = [
     "ACTS",
@@ -420,10 +421,12 @@ class _Run:
     model: dict[str, float] = field(default_factory=dict)
 
 
-def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, maintain: bool = False) -> _Run:
+def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, maintain: bool = False,
+             oracle: Mapping[tuple[str, str, int], list[str]] | None = None) -> _Run:
     path = tempfile.mkdtemp(prefix="portamem-scenario-")
     out = _Run()
-    mem = Memory(settings=settings.replace(path=path), embedder=embedder)
+    plugins = oracle_plugins(scenario, oracle) if oracle is not None else None
+    mem = Memory(settings=settings.replace(path=path), embedder=embedder, plugins=plugins)
     try:
         play(mem, scenario)
         if maintain:  # as the scheduled maintainer would have by the time the questions come
@@ -523,9 +526,11 @@ def evaluate_scenarios(
     show_progress: bool = True,
     maintain: bool = False,
     conversations: Sequence[str] | None = None,
+    oracle: bool = False,
 ) -> dict[str, Any]:
     """Play every conversation of ``split`` (``dev``, ``test``, ``holdout`` or ``all``, each reported on
-    its own; or the file at ``path``; only those whose id ``conversations`` names, when given)
+    its own; or the file at ``path``; only those whose id ``conversations`` names, when given; with
+    ``oracle``, the dev half with each turn read as its hand-written statements: ``portamem.scenarios.oracle``)
     into a fresh store and judge the recall of each question; the report holds the figures per split,
     language and question tag, every question's prompt lines, and the stored question and filler turns.
     With ``maintain`` a maintenance run (eviction, promotion, consolidation, abstraction) comes at the
@@ -535,6 +540,9 @@ def evaluate_scenarios(
     settings = settings or Settings.load()
     started = time.perf_counter()
     cached = CachedEmbedder(embedder or get_embedder(settings.embedder), embedding_cache)
+    if oracle and (path is not None or split != ORACLE_SPLIT):
+        raise ValidationError(f"oracle statements are written for the {ORACLE_SPLIT} split only")
+    statements = load_oracle() if oracle else None
     sets = [(name, load_scenarios(source, name)) for name, source in _chosen(split, path)]
     if conversations is not None:
         wanted = set(conversations)
@@ -552,7 +560,7 @@ def evaluate_scenarios(
     model: dict[str, float] = {}
     for name, scenarios in sets:
         for scenario in scenarios:
-            one = _run_one(scenario, settings, cached, maintain=maintain)
+            one = _run_one(scenario, settings, cached, maintain=maintain, oracle=statements)
             rows += one.rows
             stored += one.stored
             for k, n in one.model.items():
@@ -594,6 +602,7 @@ def evaluate_scenarios(
         "questions": rows,
         "stored": stored,
         "model": {"model": settings.llm_model, **model} if model else None,
+        "oracle": oracle,
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -605,7 +614,8 @@ def _pct(x: float | None) -> str:
 def format_report(report: Mapping[str, Any]) -> str:
     """One table: per split, each language and both together; then the question tags of each split."""
     lines = [
-        f"scenario suite ({report['suite']}): embedder {report['embedder']}, top_k {report['top_k']}, "
+        f"scenario suite ({report['suite']}{', oracle statements' if report.get('oracle') else ''}): "
+        f"embedder {report['embedder']}, top_k {report['top_k']}, "
         f"min_score {report['min_score']:g}; {report['seconds']} s",
         f"{'':12}{'conv':>5}{'asked':>6}{'top-1':>7}{'in prompt':>10}{'stale':>7}{'precision':>10}{'lines':>6}"
         f"{'questions stored':>18}{'filler stored':>15}{'none: empty':>13}{'statements lost':>17}",
@@ -684,6 +694,9 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--llm-url", help="form memories with this OpenAI-compatible chat model (base URL ending in /v1; "
                                      "the key from PORTAMEM_LLM_API_KEY)")
     p.add_argument("--llm-model", help="the model's name at --llm-url")
+    p.add_argument("--oracle", action="store_true",
+                   help="read each dev turn as its hand-written statements (dev.oracle.jsonl): what reconciliation "
+                        "and recall reach from perfect extraction")
 
 
 def run(args: Any) -> int:
@@ -700,7 +713,7 @@ def run(args: Any) -> int:
     report = evaluate_scenarios(args.split, path=args.scenarios, settings=settings,
                                 embedding_cache=args.embedding_cache,
                                 show_progress=not args.json or sys.stderr.isatty(), maintain=args.maintain,
-                                conversations=chosen)
+                                conversations=chosen, oracle=args.oracle)
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
         return 0
