@@ -270,6 +270,7 @@ class PostingsKeywordIndex:
         records: sa.Table,
         where: Sequence[Any] = (),
         where_sql: tuple[str, Sequence[Any]] | None = None,
+        selective: bool = False,
     ) -> list[tuple[str, float]]:
         """The user's k best records by exact BM25 among those ``where`` admits: (memory_id, score).
 
@@ -279,11 +280,13 @@ class PostingsKeywordIndex:
         ``memory_id``); joining every scored record to its row first cost most of a search. When too few
         of them pass ``where``, the join ranks them all: the same order either way, so the same top k.
         ``where_sql``: the same check as SQL text over ``records`` on SQLite (run raw, ``storage.fast``).
+        ``selective``: ``where`` is expected to admit few records (a metadata filter): the shortlist
+        starts 8 times as long.
         """
         terms = _terms(tokens)
         if not terms or k <= 0:
             return []
-        room = _SHORTLIST * k
+        room = _SHORTLIST * k * (8 if selective else 1)
         admitted: dict[int, str] = {}
         checked: set[int] = set()
         # a selective filter (a metadata one) admits few of the shortlist: the shortlist grows, and only

@@ -45,20 +45,21 @@ def _sqlite(c: MetadataCondition, col: str, bind: Bind) -> str:
         return "COALESCE(" + ", ".join(f"json_extract({col}, {bind(p)})" for p in paths) + ")" \
             if len(paths) > 1 else f"json_extract({col}, {bind(paths[0])})"
 
+    # the value's test first: it fails for most rows, and SQLite then skips the type's
     def eq(v: Any) -> str:
         if v is None:
             return f"COALESCE({t()}, 'null') = 'null'"
         if isinstance(v, bool):
             return f"COALESCE({t()} = '{'true' if v else 'false'}', 0)"
         if _is_number(v):
-            return f"COALESCE({t()} IN ('integer', 'real') AND {x()} = {bind(v)}, 0)"
-        return f"COALESCE({t()} = 'text' AND {x()} = {bind(v)}, 0)"
+            return f"COALESCE({x()} = {bind(v)} AND {t()} IN ('integer', 'real'), 0)"
+        return f"COALESCE({x()} = {bind(v)} AND {t()} = 'text', 0)"
 
     if c.op == "$exists":
         return f"({t()} IS {'NOT ' if c.value else ''}NULL)"
     if c.op in _CMP:
         kind = "IN ('integer', 'real')" if _is_number(c.value) else "= 'text'"
-        return f"COALESCE({t()} {kind} AND {x()} {_CMP[c.op]} {bind(c.value)}, 0)"
+        return f"COALESCE({x()} {_CMP[c.op]} {bind(c.value)} AND {t()} {kind}, 0)"
     return _either(c, eq)
 
 

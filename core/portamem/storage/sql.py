@@ -656,7 +656,8 @@ class RecordStore:
         with self.engine.connect() as conn:
             return self.keywords.search(conn, tenant_id, user_id, query_tokens(query), k, memories,
                                         self._filter_clauses(filters),
-                                        self._filter_sql(filters) if self.is_sqlite else None)
+                                        self._filter_sql(filters) if self.is_sqlite else None,
+                                        selective=filters.metadata is not None)
 
     def keyword_stats(self, tenant_id: str, user_id: str, tokens: Sequence[str]) -> tuple[float, dict[str, int]]:
         """BM25 statistics of one user's records (``count`` gives their number): the mean text length
