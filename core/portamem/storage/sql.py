@@ -639,6 +639,12 @@ class RecordStore:
     def admitted_ids(self, tenant_id: str, user_id: str, filters: SearchFilters) -> set[str]:
         """The ids of the user's rows the filters admit (a vector search the index cannot filter
         itself, a metadata filter, is confined to them)."""
+        if self.is_sqlite:
+            where, params = self._filter_sql(filters)
+            with self.engine.connect() as conn:
+                return {r[0] for r in fast.driver(conn).execute(
+                    f"SELECT memory_id FROM memories WHERE tenant_id = ? AND user_id = ? AND {where}",
+                    (tenant_id, user_id, *params))}
         q = sa.select(memories.c.memory_id).where(*self._scope(tenant_id, user_id), *self._filter_clauses(filters))
         with self.engine.connect() as conn:
             return {r[0] for r in conn.execute(q)}
