@@ -110,8 +110,13 @@ def test_mmr_lets_another_memory_past_the_top_hits_paraphrases(tmp_path, embedde
     with _memory(tmp_path, embedder) as mem:
         mem.save_memories(HIKING + OTHERS, user_id="u", wait=True)
         plain = [h.content for h in mem.search_memory(query, user_id="u", top_k=3)]
+    trace: list = []
     with _memory(tmp_path, embedder, rerank="mmr") as mem:
-        hits = mem.search_memory(query, user_id="u", top_k=3)
+        hits = mem.search_memory(query, user_id="u", top_k=3, trace=trace)
+    # the trace tells what the reranker did: its ranks, and the kept hits it left out
+    assert sorted((e.rank, e.candidate.memory_id) for e in trace if e.fate == "kept") == \
+        [(i, h.memory_id) for i, h in enumerate(hits, 1)]
+    assert sum(e.fate == "left out by the reranker 'mmr'" for e in trace) == 3
     assert set(plain) == set(HIKING)
     diverse = [h.content for h in hits]
     assert diverse[0] == plain[0] and sum(t in HIKING for t in diverse) == 1

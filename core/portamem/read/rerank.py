@@ -16,8 +16,9 @@ from ..config import Settings
 from ..errors import ConfigError, FrameworkNotInstalledError, PluginError
 from ..plugins import Hooks
 from ..records import SearchHit
+from .trace import TraceEntry
 
-__all__ = ["depth", "rerank"]
+__all__ = ["depth", "rerank", "note"]
 
 
 def depth(settings: Settings, k: int) -> int:
@@ -46,3 +47,15 @@ def rerank(hooks: Hooks, query: str, hits: Sequence[SearchHit], k: int, settings
             "'cross-encoder' and 'model'; another name needs a plugin whose portamem_rerank answers for it"
         )
     return found[1][:k]
+
+
+def note(trace: list[TraceEntry] | None, hits: Sequence[SearchHit], settings: Settings) -> None:
+    """Tell the trace (``search_memory(debug=True)``) the reranker's ranks and which kept hits it left out."""
+    if trace is None or settings.rerank is None:
+        return
+    ranks = {h.memory_id: i for i, h in enumerate(hits, 1)}
+    for entry in trace:
+        if entry.fate == "kept":
+            entry.rank = ranks.get(entry.candidate.memory_id)
+            if entry.rank is None:
+                entry.fate = f"left out by the reranker {settings.rerank!r}"

@@ -22,7 +22,7 @@ from ..records import SearchHit, Tier, Trust
 from .candidates import SOURCES, Candidate, CandidateFinder
 from .prompt import format_memories
 from .rerank import depth as rerank_depth
-from .rerank import rerank
+from .rerank import note, rerank
 from .scoring import rank
 from .trace import TraceEntry, explain
 from .usage import RetrievalLog
@@ -133,6 +133,7 @@ class Search:
             if warm or trace is not None:
                 hits = ranked(candidates, trace)
         hits = rerank(self.parts.hooks, query, hits, k, s, getattr(self.parts.formation, "model", None))
+        note(trace, hits, s)
         if filters.agent_id is not None:  # the agent's private memories before the shared layer
             hits.sort(key=lambda h: h.record.agent_id is None)
         self.log.record(query, hits, WriteContext(tenant_id=tenant_id, user_id=user_id, settings=s),
