@@ -128,7 +128,7 @@ class Memory:
         calibration = calibration_for(self.embedder.name, settings.vector_calibration) \
             or measured_calibration(self.store, self.embedder)
         self.retriever = Retriever(self.store, self.vectors, self._queries.get, calibration)  # type: ignore[arg-type]
-        self.retriever.hubness = hubness_for(self.embedder)
+        self.retriever.hubness_of = functools.partial(hubness_for, self.embedder)
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
         self.indexer = Indexer(self.parts, batch=settings.index_batch)
         self.parts.queue = self.indexer

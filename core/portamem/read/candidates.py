@@ -161,8 +161,14 @@ class CandidateFinder:
 
     #: told (tenant, user, ids) when a query names what only the cold tier holds (``Memory`` loads them)
     on_cold: Callable[[str, str, list[str]], None] | None = None
-    #: the embedder's hubness reference: each candidate's cosine is corrected by it (``calibration.Hubness``)
-    hubness: Hubness | None = None
+    #: gives the embedder's hubness reference, by which each candidate's cosine is corrected
+    #: (``calibration.Hubness``); asked when a search first scores vectors, not when the store opens (it
+    #: embeds the background set once per process)
+    hubness_of: Callable[[], Hubness | None] | None = None
+
+    @property
+    def hubness(self) -> Hubness | None:
+        return self.hubness_of() if self.hubness_of is not None else None
 
     def __init__(self, store: RecordStore, index: MilvusVectorIndex, embed_query: Callable[[str], np.ndarray],
                  calibration: Calibration | None = None) -> None:
@@ -320,10 +326,11 @@ class CandidateFinder:
         if with_vec:
             matrix = np.stack([c.vector for c in with_vec])
             scores = matrix @ qvec
-            if self.hubness is not None:
+            hubness = self.hubness
+            if hubness is not None:
                 # a hub (a short greeting) is near every question: part of what it has over an ordinary
                 # passage is taken off (no passage gains, and the same text scores the same in any pool)
-                near = self.hubness.correction(matrix, [c.record is not None and has_cjk(c.record.content)
+                near = hubness.correction(matrix, [c.record is not None and has_cjk(c.record.content)
                                                         for c in with_vec])
                 scores = scores - HUB_WEIGHT * np.maximum(near, 0.0)
             cosines = dict(zip((c.memory_id for c in with_vec), scores.tolist()))
