@@ -49,6 +49,7 @@ from .read.replica import VectorReader
 from .read.search import Retriever, Search
 from .read.trace import TraceEntry
 from .read.usage import RetrievalLog
+from .pipeline import WriteContext
 from .records import MemoryRecord, MemoryType, SearchHit, Source, Status, Tier, Trust, Turn, utcnow
 from .storage.actor import current_actor
 from .storage.sql import RecordStore
@@ -129,6 +130,7 @@ class Memory:
             or measured_calibration(self.store, self.embedder)
         self.retriever = Retriever(self.store, self.vectors, self._queries.get, calibration)  # type: ignore[arg-type]
         self.retriever.hubness_of = functools.partial(hubness_for, self.embedder)
+        self.retriever.redacts = self._redacts
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
         self.indexer = Indexer(self.parts, batch=settings.index_batch)
         self.parts.queue = self.indexer
@@ -185,6 +187,11 @@ class Memory:
                 self.index.close()
             finally:
                 self.store.close()
+
+    def _redacts(self, text: str) -> bool:
+        """Whether the write path would redact some of ``text`` (memories hold such data as placeholders)."""
+        return bool(self.hooks.redact(text, WriteContext(tenant_id=self.tenant_id, user_id="",
+                                                         settings=self.settings))[1])
 
     def _check_open(self) -> None:
         if self._closed:

@@ -73,7 +73,9 @@ def test_a_bad_item_refuses_the_whole_batch(memory: Memory) -> None:
 
 
 def test_unknown_ids(memory: Memory) -> None:
-    rec = memory.save_memory("The wifi password is on the fridge.", user_id="u")
+    # settled first: a forget waits for the indexer on the ids it names, so an unsettled save would be
+    # indexed during the calls below whatever they do
+    rec = memory.save_memory("The wifi password is on the fridge.", user_id="u", wait=True)
     before = _snapshot(memory)
     with pytest.raises(NotFoundError):
         memory.get_memory("0" * 32, user_id="u")

@@ -293,6 +293,7 @@ def test_closing_with_a_backlog_keeps_it_for_the_next_open(tmp_path, embedder) -
 
 
 def test_metrics_show_the_formation_backlog(memory: Memory) -> None:
+    pytest.importorskip("prometheus_client", reason="/metrics needs the server extra (the server env runs this)")
     from portamem.server.metrics import formation_metrics
 
     release = threading.Event()

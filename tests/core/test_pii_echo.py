@@ -42,3 +42,13 @@ def test_pii_found_anywhere_in_a_record_is_redacted_wherever_it_is_quoted(memory
     stored = memory.get_memory(rec.memory_id, user_id="dana")
     assert "X1234567" not in repr(stored) and stored.content == "Renewal form: [PASSPORT], due in May."
     assert stored.metadata["redactions"] == ["passport"]
+
+
+def test_a_query_naming_redacted_personal_data_finds_the_memory_that_held_it(memory: Memory) -> None:
+    # memories hold an e-mail as a placeholder: the raw e-mail in a question is no unknown entity
+    memory.save_memory("Email me at dana.smith@example.com", user_id="dana", wait=True)
+    hits = memory.search_memory("email dana.smith@example.com", user_id="dana")
+    assert [h.content for h in hits] == ["Email me at [EMAIL]"]
+    # a name nobody mentioned still is one: its share of the question is taken off
+    named = memory.search_memory("email Bartholomew Quince", user_id="dana")
+    assert named and named[0].score < hits[0].score

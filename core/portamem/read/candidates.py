@@ -166,6 +166,10 @@ class CandidateFinder:
     #: embeds the background set once per process)
     hubness_of: Callable[[], Hubness | None] | None = None
 
+    #: whether a text is personal data the write path redacts (``portamem_redact``): a query naming an
+    #: e-mail or a phone number names what no memory can hold in clear, so it is not an unknown entity
+    redacts: Callable[[str], bool] | None = None
+
     @property
     def hubness(self) -> Hubness | None:
         return self.hubness_of() if self.hubness_of is not None else None
@@ -245,7 +249,7 @@ class CandidateFinder:
         if query_entities:
             df = self.store.entity_counts(tenant_id, user_id, query_entities)
             entity_weights = {e: bm25_idf(n_user + PRIOR_DOCS, df.get(e, 0)) for e in query_entities}
-            unheld = [e for e in query_entities if not df.get(e)]
+            unheld = [e for e in query_entities if not df.get(e) and not (self.redacts and self.redacts(e))]
             # an entity held by more memories than we rank cannot single any of them out
             selective = [e for e in query_entities if 0 < df.get(e, 0) <= 4 * k]
             if "entity" in gen:
