@@ -315,10 +315,12 @@ class Settings:
         if self.rerank is not None and (not isinstance(self.rerank, str) or not self.rerank.strip()):
             raise ConfigError(f"rerank must be None or a reranker's name ('mmr', 'cross-encoder', 'model'), "
                               f"got {self.rerank!r}")
+        # the depth a reranker reads is bounded like any search's, when a reranker is named
+        most = self.max_top_k if self.rerank is not None else float("inf")
         if isinstance(self.rerank_candidates, bool) or not isinstance(self.rerank_candidates, int) \
-                or not 1 <= self.rerank_candidates <= self.max_top_k:
-            raise ConfigError(f"rerank_candidates must be an integer from 1 to max_top_k ({self.max_top_k}), "
-                              f"got {self.rerank_candidates!r}")
+                or not 1 <= self.rerank_candidates <= most:
+            raise ConfigError(f"rerank_candidates must be an integer from 1 to max_top_k ({self.max_top_k}) "
+                              f"when a reranker is named, got {self.rerank_candidates!r}")
         if not 0.0 < self.rerank_mmr_lambda <= 1.0:
             raise ConfigError(f"rerank_mmr_lambda must be in (0, 1] (1: no diversity), got {self.rerank_mmr_lambda}")
         if self.rerank == "cross-encoder" and not self.rerank_model:
