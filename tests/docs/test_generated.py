@@ -36,6 +36,7 @@ def test_readme_links_land() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     targets = [t.split("#", 1)[0] for t in re.findall(r"\]\(([^)\s]+)\)", readme)
                if not t.startswith(("http://", "https://", "#", "mailto:"))]
+    assert any(t.startswith("docs/") for t in targets), "README.md links into docs/"
     missing = [t for t in targets if not (ROOT / t).exists()]
     assert not missing, f"README.md links to files that do not exist: {missing}"
 
@@ -51,8 +52,21 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def test_no_page_names_a_commit() -> None:
     """A figure names the command that gives it, never the commit it was measured on (the docs outlive commits)."""
-    pages = sorted((ROOT / "docs").glob("**/*.md"))
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
     commit = re.compile(r"`(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}`|\bcommit [0-9a-f]{7,40}\b")
     named = [f"{page.relative_to(ROOT)}: {m.group(0)}" for page in pages
              for m in commit.finditer(page.read_text(encoding="utf-8"))]
     assert not named, f"pages that name a commit: {named}"
+
+
+def test_readme_is_short() -> None:
+    """What it is, the two commands, a quick start, a snippet per framework, the server, where to read on."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines: move the detail into docs/"
+
+
+def test_quick_start_fits_fifteen_lines() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Quick start\n", 1)[1]
+    block = section.split("```python", 1)[1].split("```", 1)[0].strip("\n").splitlines()
+    assert len(block) <= 15, f"the Quick start has {len(block)} lines"

@@ -37,7 +37,7 @@ pytest.importorskip("pytest_examples", reason="the docs extra: pip install -e '.
 from pytest_examples import CodeExample, EvalExample, find_examples  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [ROOT / "docs"]
+SOURCES = [ROOT / "README.md", ROOT / "docs"]
 SHELL = ("bash", "sh", "console", "shell")
 _FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```", re.M | re.S)
 _SETTING = re.compile(r"""([^{\s]+?)=(['"])(.+?)\2""")
@@ -63,7 +63,7 @@ class ShellSnippet:
 
 def _shell_snippets() -> list[ShellSnippet]:
     found = []
-    files = sorted((ROOT / "docs").glob("**/*.md"))
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
     for path in files:
         text = path.read_text(encoding="utf-8")
         for m in _FENCE.finditer(text):
