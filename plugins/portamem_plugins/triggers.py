@@ -49,8 +49,9 @@ _AROUND = re.compile(
     r"^(?:(?:ok(?:ay)?|oh|ah|ooh|wow|phew|ugh|hmm+|um+|yeah|yep|yes|no|nope|sure|right|well|so|brill|great|cool|"
     r"nice|thanks?|thank you|ta|cheers|morning|hi|hey|hello|你好|您好|嗨|哈喽|嗯+|哦+|噢|唉|啊|好吧|好的|好|行|谢谢|多谢|感谢)"
     r"[\s,，.。!！~～]+)+"
-    r"|(?:[\s,，.。!！~～]+(?:thanks?|thank you|ta|cheers|谢谢|多谢|谢啦|lol|haha+|hehe+|lmao)"
-    r"|[\s,，.。!！~～]*(?:哈哈+|呵呵+|嘿嘿+))+[\s.。!！~～]*$", re.I)
+    # possessive runs: a run of 哈 split every way would take exponential time on "我哈哈…哈x"
+    r"|(?:[\s,，.。!！~～]++(?:thanks?|thank you|ta|cheers|谢谢|多谢|谢啦|lol|haha++|hehe++|lmao)"
+    r"|[\s,，.。!！~～]*+(?:哈哈++|呵呵++|嘿嘿++))+[\s.。!！~～]*$", re.I)
 #: a sentence about the assistant or its answer, with nothing of the user in it ("hope you're well",
 #: "that's helpful", "sounds perfect", "写得真好", "你说得对")
 _TO_ASSISTANT = re.compile(r"\b(?:you|your|you're)\b|^(?:that|this|it|sounds|looks|way)\b|^(?:你|写得|说得|这个|那个|这样)"

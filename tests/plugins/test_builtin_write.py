@@ -284,3 +284,13 @@ def test_a_third_party_portamem_merge_statements_plugin_feeds_supersession(tmp_p
         pending = mem.list_memories(user_id="u", filters={"statuses": ["pending"]})
         assert [p.content for p in pending] == ["我的城市是北京。 (before: 我的城市是上海。)"]
         assert pending[0].status is Status.PENDING
+
+
+def test_a_long_run_of_laughter_is_read_in_linear_time() -> None:
+    import time
+
+    started = time.perf_counter()
+    for n in (40, 400, 4000):
+        triggers.portamem_write_trigger(text="我" + "哈" * n + "x", context=CTX)
+        triggers.portamem_write_trigger(text="ok " + "haha " * n + "x", context=CTX)
+    assert time.perf_counter() - started < 2.0  # exponential backtracking took minutes at 44 characters
