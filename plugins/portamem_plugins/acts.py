@@ -20,7 +20,7 @@ _SMALL = (
     r"talk (?:to you )?(?:later|soon|tomorrow)|ttyl|catch you later|take care|"
     r"ok(?:ay)?|k|kk|cool|great|nice|awesome|perfect|lovely|wonderful|excellent|sweet|brilliant|fine|"
     r"sounds (?:good|great|perfect)|got it|gotcha|understood|noted|makes sense|fair enough|"
-    r"lol|lmao|haha+|hehe+|ha|yes|yeah|yep|yup|no|nope|nah|sure|of course|alright|all right|right|"
+    r"lol|lmao|(?:ha){2,}[ha]*|(?:he){2,}[he]*|ha|yes|yeah|yep|yup|no|nope|nah|sure|of course|alright|all right|right|"
     r"wow|oh|ooh|ah|hmm+|um+|uh+|np|no problem|no worries|you're welcome|welcome|my pleasure|"
     r"have a (?:nice|good|great|lovely) (?:day|evening|weekend|night|one)|you too|same to you|"
     r"how are you(?: doing)?|how's it going|what's up|sup|nice to meet you|good to know|interesting|"
@@ -29,7 +29,9 @@ _SMALL = (
 )
 #: a whole sentence of small talk, optionally to someone ("Good morning, Dana!") and with emoji or ":)"
 _SMALL_TALK = re.compile(
-    rf"^(?:(?:{_SMALL})[\s,!.~]*)+(?:[A-Z][a-z]+)?[\s!.,~:;)(\-dDpP]*$", re.I)
+    # a word edge after each phrase: phrases that run together ("ha" + "ha" ...) were tried every way, in
+    # exponential time on "haha haha ... x"
+    rf"^(?:(?:{_SMALL})\b[\s,!.~]*)+(?:[A-Z][a-z]+)?[\s!.,~:;)(\-dDpP]*$", re.I)
 _SMALL_TALK_ZH = re.compile(
     r"^(?:你好|您好|嗨|哈喽|早上好|早安|早|中午好|下午好|晚上好|晚安|谢谢|谢谢你|多谢|感谢|辛苦了|再见|拜拜|回头见|明天见|"
     r"好的|好|好吧|好滴|行|可以|没问题|嗯+|哦+|噢|啊|哈+|呵呵|嘿嘿|是的|对|对的|没错|确实|收到|明白|了解|知道了|"

@@ -290,7 +290,8 @@ def test_a_long_run_of_laughter_is_read_in_linear_time() -> None:
     import time
 
     started = time.perf_counter()
-    for n in (40, 400, 4000):
+    for n in (40, 400, 1000):
         triggers.portamem_write_trigger(text="我" + "哈" * n + "x", context=CTX)
         triggers.portamem_write_trigger(text="ok " + "haha " * n + "x", context=CTX)
-    assert time.perf_counter() - started < 2.0  # exponential backtracking took minutes at 44 characters
+    # exponential backtracking took minutes at 44 characters ("我哈…哈x"; "haha haha … x": 22 s at 22)
+    assert time.perf_counter() - started < 2.0
