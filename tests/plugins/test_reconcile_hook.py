@@ -37,3 +37,27 @@ def test_a_reconciler_plugin_decides_and_its_decision_is_audited(tmp_path, embed
         assert old.status is Status.SUPERSEDED and old.superseded_by == new.memory_id
         trail = [e for e in mem.store.audit_trail(mem.tenant_id, new.memory_id) if e["action"] == "form"]
         assert trail[0]["detail"]["by"] == "retire_sports" and trail[0]["detail"]["applied"]
+
+
+class SaysItAgain:
+    """Says every statement repeats every memory it was shown."""
+
+    @hookimpl(tryfirst=True)
+    def portamem_reconcile(self, statements, candidates, turn, context, model):  # type: ignore[no-untyped-def]
+        return [Decision(s.memory_id, "noop", c.memory_id, "the same thing again")
+                for s in statements for c in candidates[s.memory_id]]
+
+
+def test_a_repeat_never_folds_a_memory_into_another_scope(tmp_path, embedder: Embedder) -> None:  # type: ignore[no-untyped-def]
+    pm = get_plugin_manager()
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder, plugins=pm) as mem:
+        private = mem.save_memory("I'm vegan and have been for years.", user_id="u", agent_id="sales")
+        mem.flush()
+        pm.register(SaysItAgain(), name="says_it_again")
+        shared = mem.add_turn("I'm vegan, have been for years.", "Noted.", user_id="u")[0]
+        mem.flush()
+        # the shared statement stays for every agent; the private one stays sales's
+        assert mem.get_memory(shared.memory_id, user_id="u").status is Status.ACTIVE
+        assert mem.get_memory(private.memory_id, user_id="u").status is Status.ACTIVE
+        trail = [e for e in mem.store.audit_trail(mem.tenant_id, shared.memory_id) if e["action"] == "form"]
+        assert trail and not trail[0]["detail"]["applied"]

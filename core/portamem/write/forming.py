@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..components import Components
@@ -25,6 +25,7 @@ from ..pipeline import Decision, FormationTurn, WriteContext
 from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, Turn
 from ..statements import content_words, statements_of
 from ..text import same_passage
+from .scope import acts_on, may_merge
 from .supersession import _CLAUSES, _FACT, Supersessions, _decide, _outdate_part, _repeat, _replaced_part, _update
 
 __all__ = ["turn_row", "formation_turn", "candidates_for", "check", "Applied", "apply", "rule_decisions", "changes", "related",
@@ -60,13 +61,7 @@ def formation_turn(row_turn: Mapping[str, Any], session_id: str) -> FormationTur
 
 def _in_scope(writer: MemoryRecord, target: MemoryRecord) -> bool:
     """The target is the writer's to act on: same tenant and user, and (``portamem.write.scope``) its scope."""
-    if (writer.tenant_id, writer.user_id) != (target.tenant_id, target.user_id):
-        return False
-    try:
-        from .scope import acts_on  # noqa: PLC0415 - the scope rule, where this install has it
-    except ImportError:  # pragma: no cover - an install without scopes: one user is one scope
-        return writer.agent_id == target.agent_id or target.agent_id is None
-    return bool(acts_on(writer, target))
+    return (writer.tenant_id, writer.user_id) == (target.tenant_id, target.user_id) and acts_on(writer, target)
 
 
 def candidates_for(parts: Components, statements: Sequence[MemoryRecord]) -> dict[str, list[MemoryRecord]]:
@@ -228,7 +223,9 @@ def _names_beside(older: MemoryRecord, newer: MemoryRecord) -> list[str] | None:
 def _rules_read_a_statement(parts: Components, record: MemoryRecord, ctx: WriteContext) -> bool:
     """Whether the rules read the text as stating something (not only a question, request, thanks,
     greeting or small talk)."""
-    extraction = parts.hooks.extract(record.content, ctx)
+    # the rules' own reading: with formation's context a model extractor would answer, and be asked to
+    # judge its own claim
+    extraction = parts.hooks.extract(record.content, replace(ctx, formation=False))
     if extraction is None or not extraction.utterances:
         return True
     return any(act == "statement" for _, act in extraction.utterances)
@@ -373,6 +370,9 @@ def _apply_one(decision: Decision, statement: MemoryRecord | None, target: Memor
             return "the target is no longer current"
         part = _clauses_about(target, statement) or _names_beside(target, statement)
         if part:  # the target says more than what changed: outdated in part, its other facts still recalled
+            if TRUST_RANK[statement.trust] < TRUST_RANK[target.trust]:
+                return (f"a {statement.trust.value}-trust statement does not outdate the "
+                        f"{target.trust.value}-trust target")
             _outdate_part(target, statement, part, out.superseded)
             return None
         _update(parts, target, statement, out.superseded)
@@ -382,8 +382,13 @@ def _apply_one(decision: Decision, statement: MemoryRecord | None, target: Memor
     if decision.action == "outdate":
         if target.metadata.get(OUTDATED_KEY, {}).get("by") == statement.memory_id:
             return None
+        if TRUST_RANK[statement.trust] < TRUST_RANK[target.trust]:  # as supersession's own partial outdating
+            return f"a {statement.trust.value}-trust statement does not outdate the {target.trust.value}-trust target"
         _outdate_part(target, statement, [decision.part or target.content[:200]], out.superseded)
         return None
-    # noop: the statement says the target again
+    # noop: the statement says the target again, and merges into it only within one scope (the merged
+    # row leaves its own scope: a shared statement folded into an agent's private copy is gone for the rest)
+    if not may_merge(statement, target):
+        return f"{statement.memory_id} and {target.memory_id} are kept apart: they are of different scopes"
     _repeat(target, statement, out.superseded)
     return None
