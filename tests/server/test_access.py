@@ -271,6 +271,22 @@ def test_a_budget_wait_gives_up_with_the_typed_error() -> None:
     asyncio.run(scenario())
 
 
+def test_a_request_cancelled_while_it_returns_its_bytes_still_returns_them() -> None:
+    async def scenario() -> None:
+        budget = Budget(MIB, wait_s=0.05)
+        assert await budget.take(MIB) == MIB
+        room = budget._cond()
+        async with room:  # the lock is busy: the give below waits for it, and is cancelled there
+            giving = asyncio.create_task(budget.give(MIB))
+            await asyncio.sleep(0.01)
+            giving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await giving
+        assert budget.held == 0 and await budget.take(MIB) == MIB
+
+    asyncio.run(scenario())
+
+
 # ---------------------------------------------------------------------- imports read as a stream
 async def _repeat(first: bytes, filler: bytes, times: int, seen: list[int]) -> AsyncIterator[bytes]:
     seen.append(len(first))

@@ -194,9 +194,11 @@ class Budget:
     async def give(self, n: int) -> None:
         if not n:
             return
+        # returned before any await: a request cancelled while waiting for the lock below would
+        # otherwise keep its bytes for good, and the budget would shrink until every request is refused
+        self.held -= n
         room = self._cond()
         async with room:
-            self.held -= n
             room.notify_all()
 
 
