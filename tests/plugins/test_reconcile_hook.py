@@ -61,3 +61,31 @@ def test_a_repeat_never_folds_a_memory_into_another_scope(tmp_path, embedder: Em
         assert mem.get_memory(private.memory_id, user_id="u").status is Status.ACTIVE
         trail = [e for e in mem.store.audit_trail(mem.tenant_id, shared.memory_id) if e["action"] == "form"]
         assert trail and not trail[0]["detail"]["applied"]
+
+
+class EraseWhileDeciding:
+    """Decides an update while the turn's user is erased (the queue row goes, as erase_user removes it)."""
+
+    def __init__(self, mem: Memory) -> None:
+        self.mem = mem
+
+    @hookimpl(tryfirst=True)
+    def portamem_reconcile(self, statements, candidates, turn, context, model):  # type: ignore[no-untyped-def]
+        from portamem.storage.schema import formation_t
+
+        with self.mem.store.transaction() as conn:
+            conn.execute(formation_t.delete())
+        return [Decision(s.memory_id, "update", c.memory_id, "replaced")
+                for s in statements for c in candidates[s.memory_id] if "tennis" in c.content]
+
+
+def test_a_turn_that_left_the_queue_while_it_was_formed_changes_nothing(tmp_path, embedder: Embedder) -> None:  # type: ignore[no-untyped-def]
+    pm = get_plugin_manager()
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder, plugins=pm) as mem:
+        tennis = mem.save_memory("I play tennis every Sunday.", user_id="u", wait=True)
+        pm.register(EraseWhileDeciding(mem), name="erase_while_deciding")
+        mem.add_turn("These days I go bouldering on Sundays.", "Fun!", user_id="u")
+        mem.flush()
+        # the round was rolled back: the decision it made for a turn no longer queued did not apply
+        assert mem.get_memory(tennis.memory_id, user_id="u").status is Status.ACTIVE
+        assert tennis.memory_id in mem.index.ids()

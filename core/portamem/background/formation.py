@@ -35,13 +35,14 @@ from typing import Any
 from ..components import Components
 from ..errors import IndexingTimeoutError
 from ..pipeline import WriteContext
-from ..records import MemoryRecord, MemoryType, Source, Status, in_vector_index
+from ..records import MemoryRecord, MemoryType, Source, Status
 from ..storage import formation as queue
 from ..storage.claims import FORMATION_SPACE, OutboxClaims
 from ..text import same_passage
-from ..write.forming import apply, candidates_for, check, formation_turn
+from ..write.forming import Applied, apply, candidates_for, check, formation_turn
 from ..write.requests import MemoryDraft
 from ..write.save import write
+from .upkeep import index_now
 
 __all__ = ["Former", "FormationStats"]
 
@@ -91,6 +92,10 @@ def _calls(stats: Any, outcome: str | None = None) -> int:
 
 class _ModelDown(Exception):
     """Every call of a turn's reconciliation found the model unreachable: the turn waits for it."""
+
+
+class _Gone(Exception):
+    """The turn left the queue while it was formed (its user erased, or another worker formed it)."""
 
 
 class Former:
@@ -271,30 +276,35 @@ class Former:
             checked = []
         with parts.lock:
             applied = apply(parts, row.tenant_id, row.user_id, checked, by)
-            changed = applied.changed
-            upsert = [r for r in changed if in_vector_index(r) and not parts.needs_vector(r)]
-            gone = [r for r in changed if not in_vector_index(r)]
-            if upsert:
-                parts.index.upsert(upsert)
-            if gone:
-                parts.index.delete([r.memory_id for r in gone])
             result = {"by": by, "decisions": applied.counts, "statements": len(statements),
                       **({"added": added} if added else {})}
-            with parts.store.transaction() as conn:
-                applied.superseded.write(parts, conn, set())
-                for r in applied.restored:
-                    parts.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value,
-                                              superseded_by=r.superseded_by, supersedes=r.supersedes,
-                                              metadata=r.metadata, updated_at=time.time())
-                parts.store.audit_many(conn, applied.audit + [
-                    {"action": "restore", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
-                     "detail": {"by": by, "reason": "the reconciler kept it beside the new statement"}}
-                    for r in applied.restored if r.status is Status.ACTIVE and r.memory_id not in row.memory_ids])
-                formed = queue.mark_formed(conn, row.pk, result)
-            parts.replica.apply(upsert, gone)
+            try:
+                formed = self._commit(row, applied, by, result)
+            except _Gone:
+                return 0  # erased, or formed by another worker meanwhile: nothing of this round stays
+            # the index follows what was committed, never the other way round
+            index_now(parts, applied.changed)
         with self._cond:
             self._refused += applied.counts.get("refused", 0)
         return int(formed)
+
+    def _commit(self, row: queue.QueuedTurn, applied: Applied, by: str, result: dict[str, Any]) -> bool:
+        """The decisions, their audit rows and the turn's formed mark in one transaction; ``_Gone`` (rolled
+        back) when the turn is no longer queued."""
+        parts = self._parts
+        with parts.store.transaction() as conn:
+            applied.superseded.write(parts, conn, set())
+            for r in applied.restored:
+                parts.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value,
+                                          superseded_by=r.superseded_by, supersedes=r.supersedes,
+                                          metadata=r.metadata, updated_at=time.time())
+            parts.store.audit_many(conn, applied.audit + [
+                {"action": "restore", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
+                 "detail": {"by": by, "reason": "the reconciler kept it beside the new statement"}}
+                for r in applied.restored if r.status is Status.ACTIVE and r.memory_id not in row.memory_ids])
+            if not queue.mark_formed(conn, row.pk, result):
+                raise _Gone
+        return True
 
     def _extracted(self, row: queue.QueuedTurn, text: str, ctx: WriteContext,
                    wrote: Sequence[MemoryRecord]) -> int:
