@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE.parent / "conformance_tests"))
 from portamem import Memory, MemoryDraft, Settings  # noqa: E402
 from portamem.filters import SearchFilters  # noqa: E402
 from portamem.records import MemoryRecord  # noqa: E402
-from portamem.text import tokenize  # noqa: E402
+from portamem.language.text import tokenize  # noqa: E402
 from portamem_conformance import servers  # noqa: E402
 
 DIM = 384

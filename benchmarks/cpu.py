@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from floor import CITIES, OPS, TOPICS, bodies, measure  # noqa: E402
 
 from portamem import Memory, Settings  # noqa: E402
-from portamem.embeddings import get_embedder  # noqa: E402
+from portamem.embedding.embedders import get_embedder  # noqa: E402
 from portamem_conformance.remote import ServerProcess  # noqa: E402
 
 PATHS = {"save": "/v1/memories", "add_turn": "/v1/turns", "search_cached": "/v1/search",

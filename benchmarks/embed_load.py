@@ -58,11 +58,11 @@ def _child(embedder: str, config: str, n: int) -> dict[str, float]:
         lock = threading.Lock()
         model = Before()
     elif config == "before" and embedder == "use-multilingual-v3":
-        from portamem.embeddings import USEEmbedder
+        from portamem.embedding.embedders import USEEmbedder
 
         model = USEEmbedder(threads=min(4, os.cpu_count() or 1))  # type: ignore[assignment]
     else:
-        from portamem.embeddings import get_embedder
+        from portamem.embedding.embedders import get_embedder
 
         model = get_embedder(embedder, workers=0 if config == "one-thread" else None)  # type: ignore[assignment]
     me = psutil.Process()

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from portamem import Memory, Settings
-from portamem.embeddings import HashEmbedder
+from portamem.embedding.embedders import HashEmbedder
 
 
 def main() -> None:

@@ -31,8 +31,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from portamem.embeddings import Embedder, get_embedder
-from portamem.text import tokenize
+from portamem.embedding.embedders import Embedder, get_embedder
+from portamem.language.text import tokenize
 
 __all__ = ["Floor", "measure", "OPS"]
 

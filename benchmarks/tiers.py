@@ -64,9 +64,9 @@ from typing import Any
 
 import numpy as np
 from portamem import Memory, Settings
-from portamem.embeddings import Kind, get_embedder
-from portamem.entities import extract_entities
-from portamem.evaluation import CachedEmbedder, LocomoConversation, load_locomo
+from portamem.embedding.embedders import Kind, get_embedder
+from portamem.language.entities import extract_entities
+from portamem.scenarios.locomo import CachedEmbedder, LocomoConversation, load_locomo
 from portamem.plugins import get_plugin_manager
 from portamem.portable.transfer import export_lines
 from portamem.records import MemoryRecord, MemoryType

@@ -196,7 +196,7 @@ def cli() -> str:
     os.environ["COLUMNS"] = "80"
     try:
         parser = portamem_cli.build_parser()
-        out = [HEADER.format(source="portamem.cli.build_parser (core/portamem/cli.py)"),
+        out = [HEADER.format(source="portamem.cli.build_parser (core/portamem/cli/__init__.py)"),
                "# Command reference\n\n",
                "Every command's `--help`. The options of the store (`--path`, `--config`, `--tenant`, `--url`, "
                "`--api-key`) go before or after the command. A guided tour: [Command line](../cli.md).\n\n",

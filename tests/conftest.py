@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from portamem import Memory, Settings  # noqa: E402
-from portamem.embeddings import Embedder, get_embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder, get_embedder  # noqa: E402
 import numpy as np  # noqa: E402
 
 pytest_plugins = ["portamem_conformance.fixtures"]

@@ -17,7 +17,7 @@ from agentscope.state import AgentState  # noqa: E402
 from agentscope.tool import ToolBase, ToolChunk  # noqa: E402
 
 from portamem import Memory  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 
 from .messages import text_of  # noqa: E402
 from .middleware import PortamemMiddleware, restore_context  # noqa: E402

@@ -17,7 +17,7 @@ require()
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
 
 from portamem import Memory  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 
 from .history import PortamemChatMessageHistory  # noqa: E402
 from .messages import to_neutral  # noqa: E402

@@ -10,7 +10,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.tools import FunctionTool
 
 from portamem import Memory
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 
 from .memory import PortamemMemory
 from .messages import text_of

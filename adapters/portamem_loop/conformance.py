@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from portamem import Memory, Turn
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 
 from .loop import LoopMemory
 

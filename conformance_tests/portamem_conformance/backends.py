@@ -20,7 +20,7 @@ import pytest
 
 from portamem.filters import SearchFilters
 from portamem.records import MemoryRecord, MemoryType, Status
-from portamem.text import tokenize
+from portamem.language.text import tokenize
 
 __all__ = ["RecordStoreTests", "VectorIndexTests", "exact_bm25", "corpus"]
 

@@ -6,7 +6,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .client import RemoteMemory
 from .config import Settings
-from .embeddings import E5Embedder, Embedder, SentenceTransformerEmbedder, USEEmbedder, get_embedder
+from .embedding.embedders import E5Embedder, Embedder, SentenceTransformerEmbedder, USEEmbedder, get_embedder
 from .errors import (
     ContentTooLongError,
     EmbeddingError,

@@ -501,7 +501,7 @@ class RemoteMemory:
                       key_file: str | Path | None = None, tenant_id: str | None = None) -> dict[str, Any]:
         """The original (unredacted) texts of a memory. The server audits the reveal and hands out the
         sealed originals; they are opened here, so the private key never leaves this process."""
-        from .vault import load_private_key, open_sealed
+        from .storage.vault import load_private_key, open_sealed
 
         self._tenant(tenant_id)
         check_private_key(private_key, key_file)

@@ -19,13 +19,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from .config import Settings
-from .embeddings import Embedder, PassageBatcher
+from .embedding.embedders import Embedder, PassageBatcher
 from .errors import StoreError
 from .plugins import Hooks
 from .records import MemoryRecord
 from .storage.sql import RecordStore
 from .storage.vectors import MilvusVectorIndex
-from .vault import Vault
+from .storage.vault import Vault
 
 __all__ = ["Components", "IndexQueue", "VectorCache", "FormationQueue"]
 

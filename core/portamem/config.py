@@ -58,11 +58,11 @@ class Settings:
     vector_token: str | None = None
     #: one Milvus partition per tenant+user: exact and fast filtered search on milvus-lite
     partition_per_user: bool = True
-    #: embedding model: a registered name (see ``portamem.embeddings.available_embedders``)
+    #: embedding model: a registered name (see ``portamem.embedding.embedders.available_embedders``)
     #: or ``st:<path-or-name>`` for any sentence-transformers model
     embedder: str = "multilingual-e5-small-q4"
     #: processes that run the embedding model, each on one thread, outside this process's GIL
-    #: (``portamem.embeddings.ProcessEmbedder``); None: one per core; 0: in this process
+    #: (``portamem.embedding.embedders.ProcessEmbedder``); None: one per core; 0: in this process
     embed_workers: int | None = None
     tenant_id: str = "default"
     #: bounds of caller input (``portamem.write.validation``): longer or bigger values are refused with a

@@ -25,7 +25,7 @@ from .background.queued import queued_vectors
 from .background.upkeep import index_now, reconcile, reindex
 from .components import Components
 from .config import Settings
-from .embeddings import Embedder, PassageBatcher, QueryCache, get_embedder
+from .embedding.embedders import Embedder, PassageBatcher, QueryCache, get_embedder
 from .errors import IndexingTimeoutError, NotFoundError, StoreError, ValidationError
 from .filters import SearchFilters
 from .lifecycle.audit import AuditFinding, audit_scan
@@ -54,7 +54,7 @@ from .records import MemoryRecord, MemoryType, SearchHit, Source, Status, Tier, 
 from .storage.actor import current_actor
 from .storage.sql import RecordStore
 from .storage.vectors import MilvusVectorIndex
-from .vault import Vault, load_private_key
+from .storage.vault import Vault, load_private_key
 from .write import trust
 from .write import validation as check
 from .write.batch import close_sessions, save_many

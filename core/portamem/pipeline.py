@@ -8,7 +8,7 @@ from typing import Literal
 
 from .config import Settings
 from .records import MemoryType, Source
-from .statements import Statement
+from .language.statements import Statement
 
 __all__ = ["WriteContext", "TriggerVote", "GuardVerdict", "Redaction", "Extraction", "GuardAction", "ACTS", "Need",
            "Preload", "FormationTurn", "Decision", "RECONCILE_ACTIONS"]

@@ -11,7 +11,7 @@ from functools import lru_cache
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .entities import extract_entities, normalize_entity
+from .language.entities import extract_entities, normalize_entity
 from .pipeline import Preload
 from .plugins import Hooks, get_plugin_manager
 from .read.preload import TASKS, pick, preload_query, task_words

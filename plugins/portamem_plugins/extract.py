@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from portamem import hookimpl
-from portamem.entities import extract_entities
+from portamem.language.entities import extract_entities
 from portamem.pipeline import Extraction, WriteContext
 
 from .acts import utterances

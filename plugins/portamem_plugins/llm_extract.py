@@ -33,9 +33,9 @@ from typing import Any
 from portamem.models import ChatModel, ModelStats, as_chat_model
 
 from portamem import hookimpl
-from portamem.entities import extract_entities
+from portamem.language.entities import extract_entities
 from portamem.pipeline import ACTS, Extraction, WriteContext
-from portamem.statements import MULTI_VALUED, NAMED, Statement
+from portamem.language.statements import MULTI_VALUED, NAMED, Statement
 
 from .acts import utterances
 from .classify import classify_kind

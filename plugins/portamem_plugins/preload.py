@@ -18,7 +18,7 @@ import re
 from portamem import hookimpl
 from portamem.config import Settings
 from portamem.pipeline import Need, Preload
-from portamem.text import has_cjk
+from portamem.language.text import has_cjk
 
 __all__ = ["RULES", "opened_task"]
 

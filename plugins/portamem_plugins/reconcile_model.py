@@ -28,7 +28,7 @@ from portamem import hookimpl
 from portamem.models import ask_json
 from portamem.pipeline import RECONCILE_ACTIONS, Decision, FormationTurn, WriteContext
 from portamem.records import MemoryRecord
-from portamem.statements import content_words
+from portamem.language.statements import content_words
 
 from .acts import utterances
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from portamem.statements import Statement
-from portamem.text import has_cjk
+from portamem.language.statements import Statement
+from portamem.language.text import has_cjk
 
 from .acts import utterances
 

@@ -15,14 +15,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from portamem import hookimpl
-from portamem.entities import extract_entities
+from portamem.language.entities import extract_entities
 from portamem.lifecycle.abstraction import habit_template
 from portamem.models import ChatModel, ModelStats, as_chat_model, ask_json
 from portamem.pipeline import Habit, WriteContext
 from portamem.records import MemoryRecord, Turn
 
-from portamem.statements import Statement
-from portamem.text import same_passage
+from portamem.language.statements import Statement
+from portamem.language.text import same_passage
 
 from .acts import utterances
 from .classify import classify_kind, has_decision, has_strong_emotion, is_explicit

@@ -70,7 +70,7 @@ def test_migrate_refuses_a_store_that_is_not_its_copy(tmp_path: Path, backend: B
 
 def test_migrate_command(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
     _fill(Settings(path=str(tmp_path / "src")), embedder)
-    monkeypatch.setattr("portamem.migration.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
+    monkeypatch.setattr("portamem.cli.migration.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
     assert main(["migrate", str(tmp_path / "src"), str(tmp_path / "dst")]) == 0
     out = capsys.readouterr().out
     assert "memories 9 = 9" in out and "memories_cold 1 = 1" in out and "indexed 7" in out

@@ -18,7 +18,7 @@ from portamem import Memory
 from portamem.filters import SearchFilters
 from portamem.records import Status
 from portamem.storage.schema import keyword_text
-from portamem.text import tokenize
+from portamem.language.text import tokenize
 
 PROCESSES = 4
 WRITES = 12
@@ -26,7 +26,7 @@ WRITES = 12
 _WRITER = r"""
 import json, sys
 from portamem import Memory, Settings
-from portamem.embeddings import get_embedder
+from portamem.embedding.embedders import get_embedder
 worker, db_url, vector_uri, writes = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 settings = Settings(path=sys.argv[5], db_url=db_url, vector_uri=vector_uri, dedupe=False, partition_per_user=False)
 seen = 0
@@ -74,7 +74,7 @@ def test_four_processes_share_one_store(backend: Backend, tmp_path: Path, embedd
     from portamem import Settings
 
     settings = Settings(path=str(tmp_path / "shared"), db_url=db_url, vector_uri=vector_uri, partition_per_user=False)
-    from portamem.embeddings import get_embedder
+    from portamem.embedding.embedders import get_embedder
 
     with Memory(settings=settings, embedder=get_embedder("use-multilingual-v3")) as mem:
         for w in range(PROCESSES):

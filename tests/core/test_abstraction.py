@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.lifecycle.abstraction import ABSTRACT_KEY, ABSTRACTED_INTO
 from portamem.recall import recall
 from portamem.scenarios.habits import load_habits

@@ -77,7 +77,7 @@ def test_portamem_audit_prints_json(tmp_path: Path, embedder, monkeypatch, capsy
     store = tmp_path / "store"
     with Memory(settings=Settings(path=str(store)), embedder=embedder) as mem:
         web = mem.save_memory("Das Schwimmbad ist montags geschlossen.", user_id="u1", source="web")
-    monkeypatch.setattr("portamem.connect.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
+    monkeypatch.setattr("portamem.cli.connect.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
     assert main(["--path", str(store), "audit", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["memory_id"] for r in rows] == [web.memory_id] and rows[0]["trust"] == "low"

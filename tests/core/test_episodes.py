@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.messages import Message, add_messages
 from portamem.recall import needs_recall, recall
 from portamem.records import MemoryType, Source

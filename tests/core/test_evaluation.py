@@ -11,7 +11,7 @@ import pytest
 
 from portamem import Settings, ValidationError
 from portamem.cli import main
-from portamem.evaluation import (
+from portamem.scenarios.locomo import (
     CachedEmbedder,
     _score_table,
     _Table,

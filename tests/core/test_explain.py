@@ -88,7 +88,7 @@ def test_portamem_show_explains(tmp_path: Path, embedder, monkeypatch, capsys) -
     with Memory(settings=Settings(path=str(store)), embedder=embedder) as mem:
         rec = mem.save_memory("Mi vuelo a Lima sale el 3 de junio.", user_id="u1", session_id="trip")
         mem.search_memory("vuelo Lima", user_id="u1")
-    monkeypatch.setattr("portamem.connect.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
+    monkeypatch.setattr("portamem.cli.connect.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
     assert main(["--path", str(store), "show", rec.memory_id, "--user", "u1"]) == 0
     out = capsys.readouterr().out
     assert "session trip" in out and "returned by 1 search(es)" in out and "'vuelo Lima'" in out

@@ -17,13 +17,13 @@ import pytest
 import sqlalchemy as sa
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import NotFoundError
 from portamem.lifecycle.erasure import ERASE_ACTION
 from portamem.read.preload import PRELOAD
 from portamem.recall import recall
 from portamem.records import Status
-from portamem.text import tokenize
+from portamem.language.text import tokenize
 
 #: the user's memories, one word in each that no other text of the store holds; by the tier each goes to
 HOT = "My bike lock word is quokkafeather."

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import NotFoundError, ValidationError
 from portamem.read.preload import PRELOAD
 from portamem.recall import recall

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import ValidationError
 from portamem.write.requests import SaveRequest, TurnRequest
 

@@ -165,7 +165,7 @@ class SlowQueries:
 
 
 def test_the_same_new_question_asked_at_once_is_embedded_once(embedder) -> None:  # noqa: ANN001
-    from portamem.embeddings import QueryCache
+    from portamem.embedding.embedders import QueryCache
 
     slow = SlowQueries(embedder)
     cache = QueryCache(slow, size=16)  # type: ignore[arg-type]
@@ -199,7 +199,7 @@ class SlowPassages:
 
 
 def test_passages_asked_for_at_once_go_to_the_embedder_in_one_call(embedder) -> None:  # noqa: ANN001
-    from portamem.embeddings import PassageBatcher
+    from portamem.embedding.embedders import PassageBatcher
 
     slow = SlowPassages(embedder)
     batcher = PassageBatcher(slow, max_texts=64)  # type: ignore[arg-type]

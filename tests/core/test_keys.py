@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from portamem import Memory, MemoryDraft, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import NotFoundError, ValidationError
 from portamem.records import MemoryRecord, Status
 from portamem.storage.schema import SCHEMA_VERSION

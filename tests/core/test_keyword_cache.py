@@ -13,7 +13,7 @@ from portamem import Memory, Settings
 from portamem.filters import SearchFilters
 from portamem.records import Status
 from portamem.storage.sql import RecordStore
-from portamem.text import tokenize
+from portamem.language.text import tokenize
 
 ALL = SearchFilters(statuses=tuple(Status))
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from portamem import Memory
 from portamem.records import utcnow
-from portamem.text import tokenize
+from portamem.language.text import tokenize
 
 
 def _brute_df(mem: Memory, user: str, token: str) -> int:

@@ -3,17 +3,18 @@ and under ``if TYPE_CHECKING``) by ``grimp``, the graph builder behind import-li
 
 From the bottom up (``LAYERS`` lists them top first):
 
-- the data model and its kernel: records, errors, filters, text, entities, settings, embedders, the
-  hook specs and plugin manager, the vault, what memories state (``statements``) and when two are
-  the same (``duplicates``);
-- ``storage`` (record store, schema, keyword index, vector index, dialects) and, independent of it,
+- the data model and its kernel: records, errors, filters, settings, the hook specs and plugin manager,
+  how text is read (``language``: tokens, entities, what memories state and when two are the same)
+  and the embedders (``embedding``);
+- ``storage`` (record store, schema, keyword index, vector index, dialects, the vault) and, independent of it,
   ``models`` (the chat model client);
 - ``components``: the parts of one open store the stages are handed;
 - ``write`` and ``read``, independent of each other;
 - ``background`` (the indexer runs the write path's review);
 - ``lifecycle``, then ``portable``;
 - the entry points: the ``Memory`` facade, ``RemoteMemory``, recall and messages over either, the
-  CLI, the evaluators (LoCoMo, the scenario suite) and the server.
+  CLI (with its store connection and migration), the evaluators (``scenarios``: the scenario suites and
+  LoCoMo) and the server.
 
 An import may only go down (or stay within its own package); no module imports in a circle; and
 ``portamem.memory`` is imported by entry points only, never by the stages it is built from.
@@ -33,10 +34,10 @@ import portamem
 
 ROOT = Path(portamem.__file__).resolve().parent
 
-ENTRY_POINTS = grimp.Layer("memory", "recall", "messages", "client", "connect", "migration", "evaluation", "scenarios",
-                           "cli", "__main__", "server", independent=False)
-KERNEL = grimp.Layer("errors", "records", "filters", "text", "entities", "duplicates", "statements", "config",
-                     "embeddings", "e5int8", "pipeline", "hookspecs", "plugins", "vault", independent=False)
+ENTRY_POINTS = grimp.Layer("memory", "recall", "messages", "client", "scenarios", "cli", "__main__", "server",
+                           independent=False)
+KERNEL = grimp.Layer("errors", "records", "filters", "language", "config", "embedding", "pipeline", "hookspecs",
+                     "plugins", independent=False)
 #: top first: a module may import from its own layer's package or any layer below it
 LAYERS: list[grimp.Layer | str] = [
     ENTRY_POINTS,
@@ -133,6 +134,13 @@ def test_every_module_has_a_layer(graph: grimp.ImportGraph) -> None:
     assert graph.modules - placed == set(), "give each new module a layer in LAYERS"
 
 
+def test_few_modules_stand_outside_a_room() -> None:
+    """The package's top level holds the facade and the data model; every stage, and every group of
+    modules that serve one purpose, has a room (a subpackage) of its own."""
+    flat = sorted(p.stem for p in ROOT.glob("*.py"))
+    assert len(flat) <= 15, flat
+
+
 def test_imports_only_go_down(graph: grimp.ImportGraph) -> None:
     assert violations(graph) == []
 
@@ -184,7 +192,7 @@ def test_only_entry_points_import_memory(graph: grimp.ImportGraph) -> None:
 
 
 def test_calibration_does_not_depend_on_the_evaluation(graph: grimp.ImportGraph) -> None:
-    assert not graph.chain_exists(importer="portamem.read.calibration", imported="portamem.evaluation")
+    assert not graph.chain_exists(importer="portamem.read.calibration", imported="portamem.scenarios.locomo")
     assert not graph.chain_exists(importer="portamem.config", imported="portamem.read.calibration")
 
 

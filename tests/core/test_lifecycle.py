@@ -10,7 +10,7 @@ import pytest
 
 from portamem import Memory, Settings
 from portamem.config import ConfigError
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.recall import recall
 from portamem.records import MemoryType, Status
 

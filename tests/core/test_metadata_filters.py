@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from portamem import Memory
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import ValidationError
 from portamem.filters import MetadataFilter, SearchFilters
 from portamem.read import replica

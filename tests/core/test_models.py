@@ -15,7 +15,7 @@ import pytest
 
 from portamem import Memory
 from portamem.config import Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import ConfigError, ModelResponseError, ModelTimeoutError, ModelUnavailableError
 from portamem.models import (CallableChatModel, ChatModel, ModelStats, OpenAIChatModel, as_chat_model, ask_json,
                              model_from_settings, parse_json_answer)

@@ -12,7 +12,7 @@ import pytest
 from portamem import Memory
 from portamem.read.slots import asked_slots, states_slot
 from portamem.recall import recall
-from portamem.text import query_tokens
+from portamem.language.text import query_tokens
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
 

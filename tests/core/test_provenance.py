@@ -173,7 +173,7 @@ def test_an_outdating_link_round_trips_a_trusted_restore_only(memory: Memory, tm
 # ---------------------------------------------------------------------- every key the code writes is listed
 _PACKAGES = ("core/portamem", "plugins/portamem_plugins")
 #: modules that write metadata as a caller would (their saves meet the same check), or a turn's own metadata
-_CALLERS = {"core/portamem/evaluation.py", "core/portamem/scenarios/harness.py", "core/portamem/messages.py"}
+_CALLERS = {"core/portamem/scenarios/locomo.py", "core/portamem/scenarios/harness.py", "core/portamem/messages.py"}
 
 
 def _is_metadata(node: ast.AST) -> bool:

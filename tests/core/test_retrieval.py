@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.recall import format_memories, recall
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)

@@ -16,7 +16,7 @@ import pytest
 from portamem import Memory, MemoryDraft, SearchFilters
 from portamem.read.calibration import calibration_for, vector_score
 from portamem.read.candidates import HUB_WEIGHT
-from portamem.text import has_cjk
+from portamem.language.text import has_cjk
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 PEOPLE = ["my sister", "our neighbour", "the new manager", "my old teacher", "a cousin from Lyon"]

@@ -13,8 +13,8 @@ import pytest
 
 from portamem import Memory, Settings
 from portamem.cli import main
-from portamem.embeddings import Embedder
-from portamem.evaluation import evaluate_locomo
+from portamem.embedding.embedders import Embedder
+from portamem.scenarios.locomo import evaluate_locomo
 from portamem.messages import turn_messages
 from portamem.recall import format_memories
 from portamem.scenarios import (

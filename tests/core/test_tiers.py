@@ -13,10 +13,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import NotFoundError, ValidationError
 from portamem.records import Tier
-from portamem.statements import statements_of
+from portamem.language.statements import statements_of
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
 OLD = [  # ordinary facts and events nobody asks about again

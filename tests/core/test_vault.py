@@ -13,7 +13,7 @@ from portamem import Memory, Settings  # noqa: E402
 from portamem.cli import main  # noqa: E402
 from portamem.errors import VaultError  # noqa: E402
 from portamem.write.privacy import VAULT_KEY  # noqa: E402
-from portamem.vault import PRIVATE_KEY_ENV, Vault, generate_keypair, open_sealed  # noqa: E402
+from portamem.storage.vault import PRIVATE_KEY_ENV, Vault, generate_keypair, open_sealed  # noqa: E402
 
 ID = "11010519491231002X"
 
@@ -85,7 +85,7 @@ def test_keygen_and_reveal_from_the_command_line(tmp_path: Path, embedder, monke
     with Memory(settings=settings, embedder=embedder) as mem:
         rec = mem.save_memory("card 4111 1111 1111 1111", user_id="u1")
     monkeypatch.setenv("PORTAMEM_PII_VAULT_PUBLIC_KEY", public)
-    monkeypatch.setattr("portamem.connect.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
+    monkeypatch.setattr("portamem.cli.connect.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
     assert main(["--path", str(tmp_path / "store"), "reveal", rec.memory_id, "--user", "u1",
                  "--key-file", str(key_file)]) == 0
     assert json.loads(capsys.readouterr().out)["content"] == "card 4111 1111 1111 1111"

@@ -21,7 +21,7 @@ import pytest
 import sqlalchemy as sa
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.storage.schema import FORMED, formation_t
 from portamem_conformance.local_model import Endpoint, LlamaServer, assemble_model, free_port, start_server
 

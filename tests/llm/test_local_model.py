@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.models import OpenAIChatModel, ask_json
 from portamem_conformance.local_model import Endpoint, free_port
 

@@ -64,7 +64,7 @@ def test_words_of_change_without_a_change_are_not_one(text: str) -> None:
 
 
 def test_a_name_the_text_gives_in_chinese_is_an_entity() -> None:
-    from portamem.entities import extract_entities
+    from portamem.language.entities import extract_entities
 
     assert extract_entities("我刚领养了一只橘猫，叫年糕🐱") == ["年糕"]
     assert extract_entities("狗狗取名叫豆豆了") == ["豆豆"]

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from portamem import Memory, Settings
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.plugins import get_plugin_manager
-from portamem.statements import statements_of
+from portamem.language.statements import statements_of
 from portamem_plugins.llm_extract import LLMExtractor
 
 LYON = {"statements": [{"attribute": "lives_in", "value": "Lyon", "polarity": True, "subject": "user",

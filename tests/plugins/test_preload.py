@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from portamem import Memory, Settings, hookimpl
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.errors import PluginError
 from portamem.pipeline import Need, Preload
 from portamem.plugins import get_plugin_manager

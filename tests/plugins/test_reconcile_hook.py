@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from portamem import Memory, Settings, Status, hookimpl
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 from portamem.pipeline import Decision
 from portamem.plugins import get_plugin_manager
 

@@ -6,7 +6,7 @@ import pytest
 from portamem_conformance import BUILTIN_DRIVERS, ConformanceTests, MemoryDriver, load_driver
 from portamem_conformance.remote import RemoteDriver, ServerProcess
 
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 
 
 @pytest.mark.parametrize("adapter", list(BUILTIN_DRIVERS))

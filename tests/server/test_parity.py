@@ -14,7 +14,7 @@ pytest.importorskip("cryptography.hazmat.primitives.hpke")
 
 from portamem import RemoteMemory  # noqa: E402
 from portamem.errors import NotFoundError, PermissionDeniedError, VaultError  # noqa: E402
-from portamem.vault import generate_keypair  # noqa: E402
+from portamem.storage.vault import generate_keypair  # noqa: E402
 from portamem_conformance.remote import ServerProcess  # noqa: E402
 
 ID = "11010519491231002X"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from portamem_conformance import BUILTIN_DRIVERS, MemoryDriver, SwitchingTests, load_driver, ordered_pairs
 
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 
 PAIRS = ordered_pairs()
 

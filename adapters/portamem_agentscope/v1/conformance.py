@@ -10,7 +10,7 @@ from pathlib import Path
 from agentscope.message import Msg
 
 from portamem import Memory
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 
 from .memory import PortamemLongTermMemory, PortamemMemory
 from .messages import text_of

@@ -38,7 +38,7 @@ from ..pipeline import WriteContext
 from ..records import MemoryRecord, MemoryType, Source, Status
 from ..storage import formation as queue
 from ..storage.claims import FORMATION_SPACE, OutboxClaims
-from ..text import same_passage
+from ..language.text import same_passage
 from ..write.forming import Applied, apply, candidates_for, check, formation_turn
 from ..write.requests import MemoryDraft
 from ..write.save import write

@@ -39,8 +39,8 @@ import numpy as np
 from ..components import Components
 from ..pipeline import Habit, WriteContext
 from ..records import ABSTRACT_KEY, ABSTRACTED_INTO, MemoryRecord, MemoryType, Status, to_iso
-from ..statements import content_words
-from ..text import has_cjk
+from ..language.statements import content_words
+from ..language.text import has_cjk
 from ..write.requests import MemoryDraft
 from ..write.save import write
 from ..write.scope import derived

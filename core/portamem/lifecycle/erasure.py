@@ -18,7 +18,7 @@ from typing import Any
 
 from ..background.upkeep import reindex
 from ..components import Components
-from ..duplicates import text_profile
+from ..language.duplicates import text_profile
 from ..storage.erasure import erase_rows, user_memory_ids
 
 __all__ = ["Erasure", "erase_user", "ERASE_ACTION"]

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..background.upkeep import index_now, reindex
 from ..components import Components
-from ..duplicates import is_duplicate
+from ..language.duplicates import is_duplicate
 from ..errors import ValidationError
 from ..filters import SearchFilters
 from ..read.usage import RetrievalLog
@@ -141,7 +141,7 @@ def promote_candidates(parts: Components, tenant_id: str, user_id: str, *, now: 
 
 
 def consolidate(parts: Components, pool: list[MemoryRecord], *, now: datetime) -> list[tuple[str, list[str]]]:
-    """Merge duplicates (``portamem.duplicates.is_duplicate``) into the newest of each group."""
+    """Merge duplicates (``portamem.language.duplicates.is_duplicate``) into the newest of each group."""
     # a keyed memory is its key's value, never merged away (portamem.portable.keys)
     records = [r for r in pool if r.key is None and r.embedding is not None
                and r.embedding_model == parts.embedder.name]

@@ -5,7 +5,7 @@ Maintenance plans the moves from age, use and kind (``plan``): a memory unused f
 ``Settings.warm_after_days`` (or its half-life, when longer) goes warm, one unused for
 ``cold_after_days`` (or three half-lives) and rarely used (``cold_max_access``) goes cold; a warm
 memory used since its move comes back hot. Identity,
-preferences, keyed and abstract memories and the user's current statements (``portamem.statements``:
+preferences, keyed and abstract memories and the user's current statements (``portamem.language.statements``:
 "the budget is 12000 now") stay hot by age alone: archiving a six-month-old preference is how an
 agent "forgets" it. A memory an abstract one stands for (``abstracted_into``) goes warm once unused for
 ``tier_abstracted_days``. Every move is audited (action ``tier``) and reversible (``move`` to any tier;
@@ -29,7 +29,7 @@ from ..components import Components
 from ..config import Settings
 from ..errors import NotFoundError, ValidationError
 from ..records import MemoryRecord, Status, Tier, utcnow
-from ..statements import statements_of
+from ..language.statements import statements_of
 from .abstraction import ABSTRACT_KEY, ABSTRACTED_INTO
 
 __all__ = ["ColdLoader", "Move", "PINNED_KINDS", "plan", "move", "pinned", "last_use"]

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ValidationError
-from ..text import has_cjk
+from ..language.text import has_cjk
 
 if TYPE_CHECKING:
-    from ..embeddings import Embedder
+    from ..embedding.embedders import Embedder
 
 __all__ = ["SPAN", "Calibration", "CalibrationSet", "CALIBRATIONS", "calibration_for", "vector_score",
            "measure_background", "measured_calibration", "background_sets", "Hubness", "hubness_for"]

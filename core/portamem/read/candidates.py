@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..entities import extract_entities, normalize_entity
+from ..language.entities import extract_entities, normalize_entity
 from ..errors import ValidationError
 from ..filters import SearchFilters
 from ..records import MemoryRecord, Tier
@@ -26,7 +26,7 @@ from ..storage.keywords import BM25_B, BM25_K1
 from ..storage.schema import keyword_text
 from ..storage.sql import RecordStore
 from ..storage.vectors import MilvusVectorIndex
-from ..text import has_cjk, query_tokens, tokenize
+from ..language.text import has_cjk, query_tokens, tokenize
 from .calibration import Calibration, Hubness, calibration_for, vector_score
 from .replica import UserVectors
 from .slots import asked_slots, states_slot

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..records import SearchHit
-from ..statements import content_words
-from ..text import normalize
+from ..language.statements import content_words
+from ..language.text import normalize
 
 __all__ = ["asked_kind", "values", "current_answers"]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..pipeline import Need, Preload
 from ..records import SearchHit
-from ..statements import content_words
+from ..language.statements import content_words
 
 __all__ = ["PRELOAD", "preload_query", "pick", "task_words", "Tasks", "TASKS"]
 

@@ -11,8 +11,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, SearchHit, from_iso, utcnow
-from ..statements import content_words, same_slot, statements_of
-from ..text import clip, has_cjk
+from ..language.statements import content_words, same_slot, statements_of
+from ..language.text import clip, has_cjk
 from .current import asked_kind, current_answers
 from .preload import PRELOAD
 from .scoring import PRIORS

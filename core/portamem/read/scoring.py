@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..duplicates import is_duplicate
+from ..language.duplicates import is_duplicate
 from ..records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust
-from ..statements import triples_conflict
-from ..text import tokenize
+from ..language.statements import triples_conflict
+from ..language.text import tokenize
 from .candidates import SOURCES, Candidate, ComponentScorer
 from .trace import TraceEntry
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..embeddings import Embedder, get_embedder
-from ..evaluation import CachedEmbedder
+from ..embedding.embedders import Embedder, get_embedder
+from .locomo import CachedEmbedder
 from ..lifecycle.abstraction import ABSTRACT_KEY
 from ..memory import Memory
 from ..recall import recall

@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..embeddings import Embedder, get_embedder
+from ..embedding.embedders import Embedder, get_embedder
 from ..errors import ValidationError
-from ..evaluation import CachedEmbedder
+from .locomo import CachedEmbedder
 from ..memory import Memory
 from ..messages import Message, add_messages
 from ..read.prompt import DEFAULT_HEADER

@@ -24,7 +24,7 @@ from ..errors import ValidationError
 from ..hookspecs import hookimpl
 from ..pipeline import Extraction, WriteContext
 from ..plugins import get_plugin_manager
-from ..statements import Statement
+from ..language.statements import Statement
 
 __all__ = ["ORACLE_SPLIT", "load_oracle", "OracleExtractor", "oracle_plugins"]
 

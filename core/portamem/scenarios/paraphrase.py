@@ -5,7 +5,7 @@ suite's format (``portamem.scenarios.harness``) with a ``split`` per conversatio
 self-introduction, 8 facts said in ordinary user turns among small talk, a question to the assistant and
 thanks, over two sessions; then, in a new session, one question per fact that shares no content word
 with the turn that said it ("I'm allergic to peanuts." / "What food should I stay away from?", checked
-with ``portamem.statements.content_words``), and 3 questions about things never said. The facts of one
+with ``portamem.language.statements.content_words``), and 3 questions about things never said. The facts of one
 user are each other's distractors; the dev and test halves are split by user.
 
 Each conversation is played the way the scenario harness plays one (``harness.play``: ``add_turn`` per
@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..embeddings import Embedder, get_embedder
+from ..embedding.embedders import Embedder, get_embedder
 from ..errors import ValidationError
-from ..evaluation import CachedEmbedder
+from .locomo import CachedEmbedder
 from ..memory import Memory
 from ..recall import format_memories, recall
-from ..statements import content_words
+from ..language.statements import content_words
 from .harness import LANGUAGES, SPLITS, Scenario, holds, judge_prompt, load_scenarios, play, prompt_lines
 
 __all__ = ["suite_file", "load_paraphrase", "shared_words", "evaluate_paraphrase", "format_paraphrase",

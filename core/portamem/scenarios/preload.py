@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..embeddings import Embedder, get_embedder
+from ..embedding.embedders import Embedder, get_embedder
 from ..errors import ValidationError
-from ..evaluation import CachedEmbedder
+from .locomo import CachedEmbedder
 from ..memory import Memory
 from ..read.preload import PRELOAD
 from ..recall import recall

@@ -234,7 +234,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     """An MCP server (stdio or streamable HTTP) with save/search/forget/explain tools for one user."""
     from .mcp_tools import run_mcp
 
-    from ..connect import open_memory
+    from ..cli.connect import open_memory
 
     memory: Any = open_memory(args)
     try:

@@ -23,7 +23,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..text import tokenize
+from ..language.text import tokenize
 from . import fast
 from .dialect import add_counts
 from .termcache import Postings, TermCache

@@ -22,11 +22,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from .actor import current_actor
-from ..entities import normalize_entity
+from ..language.entities import normalize_entity
 from ..errors import StoreError, StoreOpenError
 from ..filters import SearchFilters
 from ..records import MemoryRecord, Status, Tier, Turn
-from ..text import query_tokens, tokenize
+from ..language.text import query_tokens, tokenize
 from .dialect import dialect_insert, open_engine, safe_url, schema_lock, upsert
 from .metadata_sql import MetadataMatch, metadata_sql
 from . import fast

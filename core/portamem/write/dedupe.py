@@ -1,5 +1,5 @@
 """Dedupe in the indexer's review: a new memory that repeats a stored one (or an earlier one of its
-batch) is merged into it instead of being kept twice (``portamem.duplicates.is_duplicate``).
+batch) is merged into it instead of being kept twice (``portamem.language.duplicates.is_duplicate``).
 
 Keyed memories are never deduped: a key's row is replaced by key, not merged by likeness. A merge
 stays in one scope (``portamem.write.scope.may_merge``): an agent's private repeat of a shared memory,
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..components import Components
-from ..duplicates import is_duplicate
+from ..language.duplicates import is_duplicate
 from ..records import TRUST_RANK, MemoryRecord, MemoryType, Status, utcnow
 from .scope import may_merge
 

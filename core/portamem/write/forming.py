@@ -19,12 +19,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..components import Components
-from ..entities import normalize_entity
+from ..language.entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import Decision, FormationTurn, WriteContext
 from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, Turn
-from ..statements import content_words, statements_of
-from ..text import same_passage
+from ..language.statements import content_words, statements_of
+from ..language.text import same_passage
 from .scope import acts_on, may_merge
 from .supersession import _CLAUSES, _FACT, Supersessions, _decide, _outdate_part, _repeat, _replaced_part, _update
 

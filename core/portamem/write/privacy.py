@@ -11,7 +11,7 @@ from ..errors import VaultError
 from ..pipeline import Redaction, WriteContext
 from ..plugins import Hooks
 from ..records import REDACTIONS_KEY, VAULT_KEY, MemoryRecord, Turn
-from ..vault import Vault, open_sealed
+from ..storage.vault import Vault, open_sealed
 
 __all__ = ["redact_record", "redact_value", "redact_turn", "redacted_text", "reveal", "sealed_original", "VAULT_KEY"]
 

@@ -1,7 +1,7 @@
 """Reconciliation: each new statement meets the user's current statements on its slot, and the memory
 keeps what the user last said.
 
-A statement (``portamem.statements.Statement``) names a slot: the user's city (``lives_in``), the
+A statement (``portamem.language.statements.Statement``) names a slot: the user's city (``lives_in``), the
 budget *for the kitchen renovation*, their liking of spicy food. For each new memory's statements the
 review finds the user's current memories on the same slots (the nearest stored neighbours it already
 looks up, the earlier rows of the batch, and a keyword probe of the slot's words, so a statement said
@@ -50,14 +50,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..components import Components
-from ..entities import normalize_entity
+from ..language.entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
 from ..records import OUTDATED_KEY, PENDING_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, \
     to_iso, utcnow
-from ..statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, content_words, same_slot, same_value, \
+from ..language.statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, content_words, same_slot, same_value, \
     statements_of
-from ..text import tokenize
+from ..language.text import tokenize
 from .save import screen
 from .scope import acts_on, derived, may_merge
 

@@ -38,12 +38,12 @@ from typing import Any
 
 from ..components import Components
 from ..config import DEFAULT_TRUST_FACTORS
-from ..duplicates import is_duplicate, text_profile
-from ..entities import normalize_entity
+from ..language.duplicates import is_duplicate, text_profile
+from ..language.entities import normalize_entity
 from ..errors import ValidationError
 from ..pipeline import GuardVerdict, WriteContext
 from ..records import TRUST_RANK, MemoryRecord, Status, Trust, to_iso, utcnow
-from ..statements import record_cosine, triples_conflict
+from ..language.statements import record_cosine, triples_conflict
 from .scope import acts_on, may_merge
 
 __all__ = [

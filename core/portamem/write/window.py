@@ -11,8 +11,8 @@ from ..components import Components
 from ..filters import SearchFilters
 from ..pipeline import TriggerVote, WriteContext
 from ..records import MemoryRecord, MemoryType, Source, Status, Turn
-from ..statements import Statement
-from ..text import clip, same_passage
+from ..language.statements import Statement
+from ..language.text import clip, same_passage
 from .requests import MemoryDraft
 from .save import build_record, prepare, write
 

@@ -28,7 +28,7 @@ from portamem_agentscope import PortamemMiddleware, from_msg, restore_context, t
 from portamem_agentscope.testing import ScriptedChatModel  # noqa: E402
 
 from portamem import Memory, Settings  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 from portamem.errors import FrameworkNotInstalledError, ValidationError  # noqa: E402
 from portamem.messages import Message, window_messages  # noqa: E402
 

@@ -9,7 +9,7 @@ pytest.importorskip("agentscope.middleware", reason="needs AgentScope 2.x")
 from portamem_agentscope.conformance import AgentScopeDriver  # noqa: E402
 from portamem_conformance import ConformanceTests  # noqa: E402
 
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 
 
 class TestAgentScopeConformance(ConformanceTests):

@@ -16,7 +16,7 @@ from portamem_agentscope.v1 import PortamemLongTermMemory, PortamemMemory, from_
 from portamem_agentscope.v1.testing import ScriptedChatModel  # noqa: E402
 
 from portamem import Memory, Settings  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 from portamem.errors import FrameworkNotInstalledError, ValidationError  # noqa: E402
 from portamem.messages import Message, window_messages  # noqa: E402
 

@@ -9,7 +9,7 @@ pytest.importorskip("agentscope.memory", reason="needs AgentScope 1.x")
 from portamem_agentscope.v1.conformance import AgentScope1Driver  # noqa: E402
 from portamem_conformance import ConformanceTests  # noqa: E402
 
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 
 
 class TestAgentScope1Conformance(ConformanceTests):

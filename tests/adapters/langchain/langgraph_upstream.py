@@ -18,7 +18,7 @@ import pytest
 from portamem_langchain import PortamemStore
 
 from portamem import Memory
-from portamem.embeddings import get_embedder
+from portamem.embedding.embedders import get_embedder
 
 __all__ = ["UpstreamStore", "SqliteStoreShim", "shared_memory"]
 

@@ -18,7 +18,7 @@ from portamem_langchain import PortamemMiddleware, PortamemStore  # noqa: E402
 from portamem_langchain.messages import to_neutral  # noqa: E402
 
 from portamem import Memory  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 from portamem.messages import window_messages  # noqa: E402
 
 #: every prompt the fake model received (module level: fields on a pydantic model would not do)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from portamem_conformance import ConformanceTests
 
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 
 pytest.importorskip("langchain.agents")
 

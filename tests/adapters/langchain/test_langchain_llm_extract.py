@@ -15,7 +15,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage  # noqa: E402
 
 from portamem import Memory, Settings  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 from portamem.plugins import get_plugin_manager  # noqa: E402
 from portamem.records import Status  # noqa: E402
 from portamem_plugins.llm_extract import LLMExtractor  # noqa: E402

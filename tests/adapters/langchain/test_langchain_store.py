@@ -17,7 +17,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp,
 from portamem_langchain import PortamemStore  # noqa: E402
 
 from portamem import Memory  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 from portamem.errors import ValidationError  # noqa: E402
 
 ALICE = ("memories", "alice")

@@ -21,7 +21,7 @@ from portamem_langchain import (  # noqa: E402
 )
 
 from portamem import Memory  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 from portamem.errors import ValidationError  # noqa: E402
 
 RICH = [

@@ -18,7 +18,7 @@ from langmem import create_manage_memory_tool, create_search_memory_tool  # noqa
 from portamem_langchain import PortamemStore  # noqa: E402
 
 from portamem import Memory  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 
 #: LangMem's documented namespace: each LangGraph user is a portamem user
 NAMESPACE = ("memories", "{langgraph_user_id}")

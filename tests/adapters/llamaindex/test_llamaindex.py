@@ -31,7 +31,7 @@ from portamem_llamaindex import (  # noqa: E402
 )
 
 from portamem import Memory, MemoryType, Settings  # noqa: E402
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 from portamem.errors import FrameworkNotInstalledError, ValidationError  # noqa: E402
 from portamem.messages import Message  # noqa: E402
 

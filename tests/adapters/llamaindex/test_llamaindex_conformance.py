@@ -9,7 +9,7 @@ pytest.importorskip("llama_index.core")
 from portamem_conformance import ConformanceTests  # noqa: E402
 from portamem_llamaindex.conformance import LlamaIndexDriver  # noqa: E402
 
-from portamem.embeddings import Embedder  # noqa: E402
+from portamem.embedding.embedders import Embedder  # noqa: E402
 
 
 class TestLlamaIndexConformance(ConformanceTests):

@@ -8,7 +8,7 @@ from pathlib import Path
 from portamem_loop import LoopMemory
 
 from portamem import Memory
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 
 
 class EchoLLM:

@@ -6,7 +6,7 @@ import pytest
 from portamem_conformance import ConformanceTests
 from portamem_loop.conformance import LoopDriver
 
-from portamem.embeddings import Embedder
+from portamem.embedding.embedders import Embedder
 
 
 class TestLoopConformance(ConformanceTests):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .entities import normalize_entity
-from .records import MemoryRecord
+from ..records import MemoryRecord
 from .text import STOPWORDS, normalize, tokenize
 
 __all__ = ["SINGLE_VALUED", "MULTI_VALUED", "NAMED", "Statement", "statements_of", "same_slot",

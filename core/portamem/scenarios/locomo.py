@@ -20,22 +20,22 @@ from typing import Any
 
 import numpy as np
 
-from .config import DEFAULT_WEIGHTS, Settings
-from .embeddings import Embedder, Kind, get_embedder
-from .errors import ValidationError
-from .filters import SearchFilters
-from .entities import extract_entities, normalize_entity
-from .memory import Memory
-from .read.calibration import CalibrationSet, measure_background
-from .read.candidates import SOURCES, Candidate
-from .read.rerank import depth as rerank_depth
-from .read.rerank import rerank
-from .read.scoring import combine
-from .read.trace import TraceEntry
-from .recall import REFERENCES
-from .records import MemoryType, Status
-from .write.requests import MemoryDraft
-from .write.trust import trust_factors
+from ..config import DEFAULT_WEIGHTS, Settings
+from ..embedding.embedders import Embedder, Kind, get_embedder
+from ..errors import ValidationError
+from ..filters import SearchFilters
+from ..language.entities import extract_entities, normalize_entity
+from ..memory import Memory
+from ..read.calibration import CalibrationSet, measure_background
+from ..read.candidates import SOURCES, Candidate
+from ..read.rerank import depth as rerank_depth
+from ..read.rerank import rerank
+from ..read.scoring import combine
+from ..read.trace import TraceEntry
+from ..recall import REFERENCES
+from ..records import MemoryType, Status
+from ..write.requests import MemoryDraft
+from ..write.trust import trust_factors
 
 __all__ = [
     "CATEGORIES",

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .errors import FrameworkNotInstalledError, VaultError
+from ..errors import FrameworkNotInstalledError, VaultError
 
 __all__ = ["Vault", "generate_keypair", "open_sealed", "load_private_key", "write_private_key", "TOKEN_PREFIX",
            "PRIVATE_KEY_ENV"]

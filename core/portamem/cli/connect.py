@@ -7,10 +7,10 @@ import argparse
 import sys
 from typing import Any
 
-from .client import RemoteMemory, discover
-from .config import Settings
-from .errors import StoreLockedError
-from .memory import Memory
+from ..client import RemoteMemory, discover
+from ..config import Settings
+from ..errors import StoreLockedError
+from ..memory import Memory
 
 __all__ = ["open_memory", "progress_bar"]
 

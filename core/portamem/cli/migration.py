@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from .config import Settings
-from .memory import Memory
+from ..config import Settings
+from ..memory import Memory
 
 __all__ = ["STORAGE_COMMANDS", "store_settings"]
 
@@ -33,7 +33,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     """Copy every record, turn, audit and retrieval row from SRC to DST in batches (rerun to resume),
     verify both by row counts and checksums, then build DST's vector index from the copied embeddings,
     re-embedding when DST's embedder differs from the one the records were made with. Stop writers first."""
-    from .storage.migrate import migrate
+    from ..storage.migrate import migrate
 
     src = store_settings(args.src, args.config)
     dst = store_settings(args.dst, args.config, args.dst_vectors)

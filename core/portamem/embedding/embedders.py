@@ -24,7 +24,7 @@ from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import EmbeddingError
+from ..errors import EmbeddingError
 
 __all__ = [
     "Embedder",
@@ -322,7 +322,7 @@ class HashEmbedder:
     dim = 384
 
     def embed(self, texts: list[str], *, kind: Kind = "passage") -> np.ndarray:
-        from .text import tokenize
+        from ..language.text import tokenize
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
@@ -367,7 +367,7 @@ if sys.argv[3] == "1":
     pkg = types.ModuleType("portamem")
     pkg.__path__ = [sys.argv[1]]
     sys.modules["portamem"] = pkg
-from portamem.embeddings import _serve
+from portamem.embedding.embedders import _serve
 _serve(sys.argv[2])
 """
 
@@ -600,7 +600,7 @@ _REGISTRY: dict[str, Callable[[], Embedder]] = {
     "use-multilingual-v3": USEEmbedder,
     "all-minilm-l6-v2": _minilm,
     "null-hash": HashEmbedder,
-    #: the same e5 weights as an int8 ONNX Runtime graph: ~5x less CPU per text (``portamem.e5int8``)
+    #: the same e5 weights as an int8 ONNX Runtime graph: ~5x less CPU per text (``portamem.embedding.e5int8``)
     "multilingual-e5-small-int8": _e5_int8,
 }
 #: the registered models worth a worker process (a model, not a near-free function)

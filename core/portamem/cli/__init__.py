@@ -11,18 +11,19 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from . import evaluation, scenarios
-from .scenarios import habits as habits_eval
-from .scenarios import paraphrase as paraphrase_eval
-from .scenarios import preload as preload_eval
-from .config import Settings
+from .. import scenarios
+from ..scenarios import locomo
+from ..scenarios import habits as habits_eval
+from ..scenarios import paraphrase as paraphrase_eval
+from ..scenarios import preload as preload_eval
+from ..config import Settings
 from .connect import open_memory as _open
 from .connect import progress_bar as _progress
-from .errors import PortamemError
-from .memory import Memory
-from .records import SearchHit
+from ..errors import PortamemError
+from ..memory import Memory
+from ..records import SearchHit
 from .migration import STORAGE_COMMANDS
-from .server.commands import SERVER_COMMANDS
+from ..server.commands import SERVER_COMMANDS
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -200,7 +201,7 @@ def _add_vault_keygen(p: argparse.ArgumentParser) -> None:
 
 def cmd_vault_keygen(args: argparse.Namespace) -> int:
     """A new vault key pair: the public key goes in the settings, the private key away from the store."""
-    from .vault import generate_keypair, write_private_key
+    from ..storage.vault import generate_keypair, write_private_key
 
     public, private = generate_keypair()
     print(f"PORTAMEM_PII_VAULT_PUBLIC_KEY={public}")
@@ -296,7 +297,7 @@ def _no_args(p: argparse.ArgumentParser) -> None:
 #: the datasets ``portamem eval`` measures: (help, add its arguments, run it)
 EVAL_DATASETS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
     "locomo": ("Recall@K and MRR on LoCoMo conversations: hybrid vs pure vector vs pure BM25",
-               evaluation.add_eval_arguments, evaluation.run_eval),
+               locomo.add_eval_arguments, locomo.run_eval),
     "scenarios": ("the scenario suite: top-1 right, answer and stale values in the prompt, prompt precision",
                   scenarios.add_arguments, scenarios.run),
     "preload": ("task openings: what the task will need in its first prompt, searches per task",
@@ -333,10 +334,10 @@ COMMANDS: list[Command] = [
     ("reveal", "print a redacted memory's original (needs the vault private key)", _add_reveal, cmd_reveal),
     ("vault-keygen", "make a key pair for sealing redacted originals", _add_vault_keygen, cmd_vault_keygen),
     ("eval", "retrieval quality: LoCoMo (hybrid vs vector vs BM25) or the scenario suite", _add_eval, _run_eval),
-    ("tune", "grid-search the weights on a labelled set, report them held out", evaluation.add_tune_arguments,
-     evaluation.run_tune),
+    ("tune", "grid-search the weights on a labelled set, report them held out", locomo.add_tune_arguments,
+     locomo.run_tune),
     ("calibrate", "measure an embedder's cosine between unrelated pairs (for absolute scores)",
-     evaluation.add_calibrate_arguments, evaluation.run_calibrate),
+     locomo.add_calibrate_arguments, locomo.run_calibrate),
     *SERVER_COMMANDS,
     *STORAGE_COMMANDS,
 ]
