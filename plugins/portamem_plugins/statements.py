@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from portamem.language.statements import Statement
 from portamem.language.text import has_cjk
+from portamem.language.vocabulary import CHANGE, CHANGE_VERBS
 
 from .acts import utterances
 
@@ -61,9 +62,8 @@ _PROFESSIONS = (
 _DIETS = (r"vegetarian|vegan|pescatarian|pescetarian|flexitarian|plant[- ]based|gluten[- ]free|dairy[- ]free|"
           r"lactose[- ]free|keto(?:genic)?|paleo|low[- ]carb|low[- ]sodium|halal|kosher|carnivore|omnivore|"
           r"raw[- ]food|mediterranean|sugar[- ]free")
-_CHANGE = (r"changed|updated|moved|pushed(?:\s+back)?|bumped(?:\s+up)?|raised|increased|lowered|reduced|cut|set|"
-           r"rescheduled|postponed|upgraded|downgraded|extended|brought forward|shifted|adjusted|switched|"
-           r"doubled|halved|capped|revised")
+#: the verbs of "my {attribute} was {verb} to {value}": a change, or a value set
+_CHANGE = CHANGE_VERBS + "|set"
 _ATTR = r"(?P<attr>(?:[\w'-]+\s+){0,6}?[\w'-]+)"
 _VAL = r"(?P<value>(?:[^,;!?()\"]|(?<=\d),(?=\d)){1,60}?)"
 _PRV = r"(?P<prev>(?:[^,;!?()\"]|(?<=\d),(?=\d)){1,60}?)"
@@ -84,8 +84,9 @@ _RELATIONS = {  # attribute heads that are one of the named relations
 }
 _NOT_VALUES = re.compile(r"^(?:it|that|this|them|him|her|you|me|us|one|something|anything|nothing|everything|"
                          r"to\b|going|not|a bit|kind of|sort of|so|very|too|really|just|here|there)\b", re.I)
+#: "my new address is ...": a value said as new, though nothing names the old one
+_NEW = re.compile(r"\bnew\b", re.I)
 _DIGIT_OR_NAME = re.compile(r"\d|[$€£¥]|(?:^|\s)[A-Z][\w'-]+")
-_CHANGE_WORD = re.compile(r"\b(?:now|changed|moved|new|switched|updated|no longer|anymore|instead|actually)\b", re.I)
 
 
 def _en(pattern: str) -> re.Pattern[str]:
@@ -302,7 +303,7 @@ def _english(sentence: str) -> Iterator[tuple[int, int, Statement]]:
             known = attribute in _KNOWN_ATTRS or attribute in _RELATIONS.values()
             if pattern is _ATTRIBUTE_EN[-1] and not (known and _DIGIT_OR_NAME.search(value)) and not prev:
                 continue  # "Dinner is ready": a sentence opening with a thing states its value, not its state
-            if not (known or _DIGIT_OR_NAME.search(value) or _CHANGE_WORD.search(sentence) or prev):
+            if not (known or _DIGIT_OR_NAME.search(value) or CHANGE.search(sentence) or _NEW.search(sentence) or prev):
                 continue
             kind = "identity" if attribute in ("name", "lives_in", "works_at", "occupation") else "fact"
             yield m.start(), m.end(), Statement(attribute, value, qualifier=qualifier, previous=prev, when=when,

@@ -22,29 +22,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..records import SearchHit
+from ..records import TRUST_RANK, SearchHit
 from ..language.statements import content_words
 from ..language.text import normalize
+from ..language.vocabulary import AMOUNT as _AMOUNT
+from ..language.vocabulary import CHANGE as _CHANGE
+from ..language.vocabulary import CURRENCY as _CURRENCY
+from ..language.vocabulary import DATE as _DATE
 
 __all__ = ["asked_kind", "values", "current_answers"]
-
-_MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
-           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
-_DAYS = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|wed|thu|fri|sat|sun"
-_DATE = re.compile(
-    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b(?:\s+\d{{4}})?|(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
-    rf"(?:,?\s+\d{{4}})?|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|(?:{_DAYS})\b|\d{{1,2}}[:.]\d{{2}}\s*(?:am|pm)?|"
-    rf"\d{{1,2}}\s*(?:am|pm)\b|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?)"
-    r"|(?:(?:\d{4}|[一二三四五六七八九〇零]{4})\s*年\s*)?(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*月\s*(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号]?"
-    r"|(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号](?!码)|(?:下|上|这)?(?:周|星期|礼拜)[一二三四五六日天]|\d{1,2}\s*点(?:\s*\d{1,2}\s*分?|半)?",
-    re.I)
-_UNITS = (r"k|m|bn|kg|kgs|km|kms|g|cm|mm|m2|%|lbs?|pounds?|euros?|dollars?|quid|usd|eur|gbp|rmb|yuan|hours?|hrs?|"
-          r"minutes?|mins?|people|guests|persons?|days|nights|weeks|months|years|mb|gb|tb|mbps|miles?|percent")
-_AMOUNT = re.compile(
-    r"\d+(?:\.\d+)?\s*(?P<zh>万\d*|千|百|元|块钱?|公斤|斤|公里|千米|米|兆|个|人|桌|岁|天|周|年|个月|小时|分钟|平米?)"
-    rf"|(?:[£$€¥]\s?)?\d+(?:[.,]\d+)*(?:\s?(?P<unit>{_UNITS})\b)?"
-    r"|[一二两三四五六七八九十百千万]+\s*(?P<zhw>万|千|百|元|块|公斤|斤|公里|个|人|桌|岁|天|周|小时|分钟)", re.I)
-_CURRENCY = re.compile(r"[£$€¥]")
 
 #: questions that ask for an amount, and for a date or time
 _ASKS_AMOUNT = re.compile(r"\bhow (?:much|many|far|long|heavy|old|big|tall|often)\b|\bwhat(?:'s| is| are| was)? "
@@ -64,10 +50,6 @@ _ASKING = frozenset(
     "多少 几 哪天 哪 一天 什么 时候 几号 几点 我 我们 吗 呢 的 了 是 现在 要 多 钱".split())
 #: a clause of a hit: a value's context ends at sentence punctuation
 _CLAUSE = re.compile(r"[.;!?\n。；！？]+\s*|,\s*(?:but|and|so)\s+|\s+but\s+|[，,]\s*(?:但|不过|而且|另外)")
-_CHANGE = re.compile(r"\b(?:now|no longer|instead|changed?|moved|switched|pushed|postponed|rescheduled|bumped|"
-                     r"raised|lowered|increased|reduced|up to|down to|dropped|cut|crept|went up|gone up|rose|fell|"
-                     r"updated?|actually|revised|rebooked|extended|brought forward)\b"
-                     r"|现在|改成|改为|改到|换成|变成|涨到|降到|减到|加到|砍到|提高到|推迟|提前|升级|调整|更新", re.I)
 #: "the new salary": a change where the clause names the asked thing itself (a "new helmet" is another thing)
 _NEW = re.compile(r"\bnew\b|新的|新", re.I)
 
@@ -168,8 +150,10 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
                                            bool(_CHANGE.search(clauses)), bool(_NEW.search(clauses)))
     outdated: dict[str, str] = {}  # older id -> the newer holder that outdates it
     for older in holders.values():
+        # a less trusted line never takes a more trusted one's place (a web page's date does not hide
+        # the date the user said), as in the prompt's own outdating
         newer = [n for n in holders.values() if n.hit.record.created_at > older.hit.record.created_at
-                 and _replaces(n, older)]
+                 and TRUST_RANK[n.hit.record.trust] >= TRUST_RANK[older.hit.record.trust] and _replaces(n, older)]
         if newer:
             outdated[older.hit.memory_id] = max(newer, key=lambda n: n.hit.record.created_at).hit.memory_id
     if not outdated:

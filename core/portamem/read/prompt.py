@@ -13,6 +13,8 @@ from datetime import datetime
 from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, SearchHit, from_iso, utcnow
 from ..language.statements import content_words, same_slot, statements_of
 from ..language.text import clip, has_cjk
+from ..language.vocabulary import CHANGE as _CHANGE
+from ..language.vocabulary import value_kinds
 from .current import asked_kind, current_answers
 from .preload import PRELOAD
 from .scoring import PRIORS
@@ -84,17 +86,6 @@ def format_memories(
 CURRENT = "current"
 #: characters of an outdated memory's text shown on the line of the memory that replaced it
 REPLACED_CHARS = 120
-
-
-#: words that say a statement changes an earlier one ("now", "moved", "instead", 改成, 不再)
-_CHANGE = re.compile(
-    r"\b(?:now|no longer|anymore|any more|instead|changed?|moved|switched|pushed|postponed|rescheduled|"
-    r"upgraded|downgraded|cancell?ed|sold|quit|actually|updated?|this time|from now on|rebooked|bumped|raised|"
-    r"lowered|increased|reduced|replaced|went with|gone with|going with|gone off|scratch that|correction|bump|"
-    r"delayed|put back|brought forward|gone up|went up|crept up|up to|down to|dropped to|cut|no more|left|"
-    r"went to|switched to|adjusted|tweaked|lost|these days|nowadays)\b"
-    r"|现在|改成|改为|改到|换成|换了|不再|搬到|搬去|取消|推迟|提前|更新|其实|改了|调整|减到|加到|降到|提高到|涨到|改用|"
-    r"戒了|退了|已经不|变成|这次|这回|转到|转网|换到|卖了|砍到|挪到|提了新|买了新|新买", re.I)
 
 
 def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: float = 0.0,
@@ -173,22 +164,6 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
     # one word of the topic, and a new value of the kind the older gives ("rehearsals are Thursdays from
     # now on" after "we rehearse every Wednesday")
     return len(shared) == 1 and bool(value_kinds(" ".join(pieces or changed)) & value_kinds(o.content))
-
-
-_WEEKDAY = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|周[一二三四五六日天末]|星期[一二三四五六日天]|礼拜[一二三四五六日天]",
-                      re.I)
-_MONTH_DATE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b|"
-                         r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|"
-                         r"\d{1,2}\s*月\s*\d{1,2}\s*[号日]|\b\d{4}-\d{2}-\d{2}\b", re.I)
-_MONEY = re.compile(r"[$€£¥]\s*\d|\d[\d,.]*\s*(?:k\b|pounds|euros?|dollars|quid|bucks|元|块|万)|"
-                    r"\b(?:a|per)\s+(?:month|year|week|night)\b|每[月年晚]|一[个]?月", re.I)
-_CLOCK = re.compile(r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s*(?:am|pm)\b|[上下]午\s*\S{1,3}点|\d{1,2}\s*点", re.I)
-
-
-def value_kinds(text: str) -> set[str]:
-    """The kinds of value a text gives: a weekday, a date, an amount of money, a clock time."""
-    return {kind for kind, pattern in (("weekday", _WEEKDAY), ("date", _MONTH_DATE), ("money", _MONEY),
-                                       ("clock", _CLOCK)) if pattern.search(text)}
 
 
 #: a date, time or amount: digits, or Chinese numerals before a unit

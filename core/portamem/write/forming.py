@@ -25,6 +25,7 @@ from ..pipeline import Decision, FormationTurn, WriteContext
 from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, Turn
 from ..language.statements import content_words, statements_of
 from ..language.text import same_passage
+from ..language.vocabulary import CHANGE_OR_FORMER as _CHANGE
 from .scope import acts_on, may_merge
 from .supersession import _CLAUSES, _FACT, Supersessions, _decide, _outdate_part, _repeat, _replaced_part, _update
 
@@ -127,12 +128,6 @@ def rule_decisions(statements: Sequence[MemoryRecord],
     return out
 
 
-#: words that say a value changed or stopped holding ("now", "no longer", "switched", "现在", "不再")
-_CHANGE = re.compile(
-    r"\b(?:now|nowadays|these days|any ?more|no longer|not \w+ any|instead|switched|swapped|changed|moved|"
-    r"stopped|quit|gave up|given up|used to|actually|went up|went down|pushed back|brought forward|"
-    r"rescheduled|cancelled|canceled|dropped|replaced)\b"
-    r"|现在|如今|改成|改为|改到|改了|换成|换了|不再|已经不|不.{0,6}了|之前|以前|原来|推迟|提前|取消", re.I)
 #: the values a statement carries, by kind: numbers (with their units' digits), capitalised names
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*|[一二三四五六七八九十百千万两]+(?:块|元|万|千|点|号|月|岁|公斤|斤)")
 _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][\w'-]+")

@@ -1,0 +1,74 @@
+"""The words that say a value changed, and the kinds of value a text gives, in English and Chinese: one
+vocabulary for the write path (the extractor's templates, formation's judgement without slots) and the
+read path (which line of the prompt is current, which hit holds the asked value).
+
+A change is said with a verb ("moved", "pushed back", "改成"), a marker of what holds now ("now",
+"no longer", "instead", "现在", "不再") or a word for what held before ("used to", "以前"). Each
+reader takes the part it needs: the templates only the verbs ("my budget was raised to ..."), the
+read path the verbs and the markers, formation all three (a statement of what held before outdates
+it too).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["CHANGE_VERBS", "CHANGE", "CHANGE_OR_FORMER", "DATE", "AMOUNT", "CURRENCY", "value_kinds"]
+
+#: English verbs of change, as a regex alternation (for templates: "my {attribute} was {verb} to {value}")
+CHANGE_VERBS = (
+    r"changed?|updated?|switched|swapped|moved|pushed(?:\s+back)?|postponed|rescheduled|rebooked|delayed|put back|"
+    r"brought forward|bumped(?:\s+up)?|raised|lowered|increased|reduced|cut|dropped(?:\s+to)?|upgraded|downgraded|"
+    r"cancell?ed|replaced|revised|extended|shifted|adjusted|tweaked|doubled|halved|capped|sold|quit|stopped|"
+    r"gave up|given up|went up|gone up|went down|gone down|crept(?:\s+(?:back\s+)?up)?|rose|fell"
+)
+#: English words that say what holds now differs from before
+_MARKERS = (r"now|nowadays|these days|no longer|any ?more|no more|instead|actually|from now on|this time|"
+            r"scratch that|correction|up to|down to|went with|gone with|going with|gone off|left|lost|went to|bump")
+#: Chinese verbs and markers of change
+_ZH = (r"现在|如今|改成|改为|改到|改了|改用|换成|换了|换到|不再|已经不|搬到|搬去|取消|推迟|提前|更新|其实|调整|减到|"
+       r"加到|降到|涨到|砍到|提高到|变成|这次|这回|转到|转网|挪到|戒了|退了|卖了|升级|提了新|买了新|新买")
+#: what held before ("I used to", "以前"), and a negation of what held ("not ... any more", "不...了")
+_FORMER = r"\b(?:used to|not \w+ any)\b|之前|以前|原来|不.{0,6}了"
+
+#: a word that says something changed
+CHANGE = re.compile(rf"\b(?:{CHANGE_VERBS}|{_MARKERS})\b|{_ZH}", re.I)
+#: a change, or a word for what held before
+CHANGE_OR_FORMER = re.compile(rf"\b(?:{CHANGE_VERBS}|{_MARKERS})\b|{_ZH}|{_FORMER}", re.I)
+
+_MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_ZH_DIGITS = "一二三四五六七八九十"
+_WEEKDAY = (r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
+            r"|(?:下|上|这)?(?:周|星期|礼拜)[一二三四五六日天]|周末")
+#: "Sat", "Thu": a date when a value is looked for, too often another word ("sat", "sun") to say a text gives one
+_WEEKDAY_SHORT = r"\b(?:mon|tue|wed|thu|fri|sat|sun)\b"
+_CALENDAR = (
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b(?:\s+\d{{4}})?|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+    rf"(?:,?\s+\d{{4}})?|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?)"
+    rf"|(?:(?:\d{{4}}|[一二三四五六七八九〇零]{{4}})\s*年\s*)?(?:\d{{1,2}}|[{_ZH_DIGITS}]{{1,3}})\s*月\s*(?:\d{{1,2}}|[{_ZH_DIGITS}]{{1,3}})\s*[日号]?"
+    rf"|(?:\d{{1,2}}|[{_ZH_DIGITS}]{{1,3}})\s*[日号](?!码)"
+)
+_CLOCK = (r"\b\d{1,2}[:.]\d{2}(?:\s*(?:am|pm)\b)?|\b\d{1,2}\s*(?:am|pm)\b|[上下]午\s*\S{1,3}点"
+          r"|\d{1,2}\s*点(?:\s*\d{1,2}\s*分?|半)?")
+_MONEY = (r"[$€£¥]\s*\d|\d[\d,.]*\s*(?:k\b|pounds|euros?|dollars|quid|bucks|元|块|万)|"
+          r"\b(?:a|per)\s+(?:month|year|week|night)\b|每[月年晚]|一[个]?月")
+
+#: a date or a time: a calendar date, a weekday, a clock time
+DATE = re.compile(rf"{_CALENDAR}|{_WEEKDAY}|{_WEEKDAY_SHORT}|{_CLOCK}", re.I)
+_UNITS = (r"k|m|bn|kg|kgs|km|kms|g|cm|mm|m2|%|lbs?|pounds?|euros?|dollars?|quid|usd|eur|gbp|rmb|yuan|hours?|hrs?|"
+          r"minutes?|mins?|people|guests|persons?|days|nights|weeks|months|years|mb|gb|tb|mbps|miles?|percent")
+#: an amount: a number with its unit (``unit``, ``zh`` or ``zhw`` names it), or Chinese numerals before one
+AMOUNT = re.compile(
+    r"\d+(?:\.\d+)?\s*(?P<zh>万\d*|千|百|元|块钱?|公斤|斤|公里|千米|米|兆|个|人|桌|岁|天|周|年|个月|小时|分钟|平米?)"
+    rf"|(?:[£$€¥]\s?)?\d+(?:[.,]\d+)*(?:\s?(?P<unit>{_UNITS})\b)?"
+    r"|[一二两三四五六七八九十百千万]+\s*(?P<zhw>万|千|百|元|块|公斤|斤|公里|个|人|桌|岁|天|周|小时|分钟)", re.I)
+CURRENCY = re.compile(r"[£$€¥]")
+
+_KINDS = (("weekday", re.compile(_WEEKDAY, re.I)), ("date", re.compile(_CALENDAR, re.I)),
+          ("money", re.compile(_MONEY, re.I)), ("clock", re.compile(_CLOCK, re.I)))
+
+
+def value_kinds(text: str) -> set[str]:
+    """The kinds of value a text gives: a weekday, a calendar date, an amount of money, a clock time."""
+    return {kind for kind, pattern in _KINDS if pattern.search(text)}
