@@ -101,3 +101,79 @@ def test_three_broken_answers_leave_the_turn_to_the_rules(scripted: tuple[Memory
     assert len([p for p in prompts if "peanuts" in p]) == 3
     got = [s for m in mem.list_memories(user_id="u") for s in statements_of(m)]
     assert [(s.attribute, s.value) for s in got] == [("allergic_to", "peanuts")]  # the rule extractor's reading
+
+
+#: a turn whose second sentence the rules do not capture, and the clause a model reads there
+TINY = "I moved to Paris last month. Lol, the flat is tiny."
+TINY_READ = {"statements": [{"attribute": "flat size", "value": "tiny", "polarity": True, "subject": "user",
+                             "kind": "fact", "text": "the flat is tiny"}]}
+
+
+def _reading(asked: list[str], then: Callable[[], None] = lambda: None) -> Callable[[str], str]:
+    """A model extractor's model: TINY_READ for ``TINY`` (after ``then()``), nothing for any other message."""
+    def llm(prompt: str) -> str:
+        asked.append(prompt)
+        if TINY not in prompt:
+            return json.dumps({"statements": []})
+        then()
+        return json.dumps(TINY_READ)
+    return llm
+
+
+def _tiny(mem: Memory) -> list:
+    return [m for m in mem.list_memories(user_id="u", filters={"statuses": ["active", "superseded", "deleted",
+                                                                            "pending"]})
+            if m.content == "the flat is tiny"]
+
+
+def test_a_turn_formed_again_after_the_model_was_down_writes_its_clauses_once(tmp_path, embedder: Embedder) -> None:  # type: ignore[no-untyped-def]
+    import socket
+    import time
+
+    from portamem.models import CallableChatModel, OpenAIChatModel
+
+    asked: list[str] = []
+    pm = get_plugin_manager()
+    pm.register(LLMExtractor(_reading(asked)), name="llm_extract")
+    with socket.socket() as sock:  # a port nothing listens on: the reconciler's model cannot be reached
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder, plugins=pm) as mem:
+        mem.save_memory("I live in Lyon.", user_id="u", wait=True)
+        mem.formation.model = OpenAIChatModel(f"http://127.0.0.1:{port}/v1", "absent", timeout_s=2.0, retries=0)
+        mem.add_turn(TINY, "Nice!", user_id="u", session_id="s")
+        deadline = time.monotonic() + 30
+        while sum(TINY in p for p in asked) < 3 and time.monotonic() < deadline:  # formed three times, in vain
+            time.sleep(0.05)
+        assert sum(TINY in p for p in asked) >= 3 and mem.stats().formation.pending == 1
+        mem.formation.model = CallableChatModel(lambda prompt: json.dumps({"decisions": []}))  # the model is back
+        mem.formation.notify()
+        mem.flush(60)
+        tiny = _tiny(mem)
+        assert [(m.status.value, m.frequency) for m in tiny] == [("active", 1)]  # written once, never repeated
+
+
+def test_a_clause_read_while_its_user_is_erased_is_not_written(tmp_path, embedder: Embedder) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    held: list[Memory] = []
+    erased = threading.Event()
+    asked: list[str] = []
+
+    def erase() -> None:
+        held[0].erase_user(user_id="u")
+        erased.set()
+
+    pm = get_plugin_manager()
+    pm.register(LLMExtractor(_reading(asked, erase)), name="llm_extract")
+    path = str(tmp_path / "s")
+    with Memory(settings=Settings(path=path), embedder=embedder, plugins=pm) as mem:
+        held.append(mem)
+        mem.add_turn(TINY, "Nice!", user_id="u", session_id="s")
+        mem.flush(60)
+        assert erased.wait(30)
+    # closed: the worker is done with the turn in hand
+    with Memory(settings=Settings(path=path), embedder=embedder) as again:
+        assert again.list_memories(user_id="u", filters={"statuses": ["active", "superseded", "deleted",
+                                                                      "pending"]}) == []
+        assert again.stats().formation.pending == 0

@@ -7,13 +7,14 @@ thread drains the queue in order, in bounded batches, one turn at a time:
 
 1. it waits until the indexer settled the turn's memories (the rule pass: recall already serves them);
 2. it asks the extract hook once for the turn (``WriteContext.formation``: a model extractor answers
-   only here, and never again on the memories the turn wrote), and writes any statement the rules
+   only here, and never again on the memories the turn wrote), and drafts any statement the rules
    missed that they read as a statement;
 3. it shows each statement the user's nearest current memories in its scope and asks the
    ``portamem_reconcile`` hook (the model reconciler when a model is configured, else the rules);
 4. it checks every decision (``portamem.write.forming.check``) and applies the accepted ones through
-   supersession, updates the vector index, and commits the changes, one audit row per decision and
-   the turn's FORMED mark in one transaction.
+   supersession and commits the drafted statements, the changes, one audit row per decision and the
+   turn's FORMED mark in one transaction (rolled back when the turn left the queue meanwhile: its user
+   erased), then updates the vector index.
 
 A crash before that commit forms the turn again on the next open; after it, never. A model that cannot
 be reached (connection refused, HTTP 5xx or 429) leaves the turn queued and is tried again after a
@@ -41,7 +42,7 @@ from ..storage.claims import FORMATION_SPACE, OutboxClaims
 from ..language.text import same_passage
 from ..write.forming import Applied, apply, candidates_for, check, formation_turn
 from ..write.requests import MemoryDraft
-from ..write.save import write
+from ..write.save import drafted, stage
 from .upkeep import index_now
 
 __all__ = ["Former", "FormationStats"]
@@ -277,9 +278,9 @@ class Former:
         with parts.lock:
             applied = apply(parts, row.tenant_id, row.user_id, checked, by)
             result = {"by": by, "decisions": applied.counts, "statements": len(statements),
-                      **({"added": added} if added else {})}
+                      **({"added": len(added)} if added else {})}
             try:
-                formed = self._commit(row, applied, by, result)
+                formed = self._commit(row, applied, by, result, added)
             except _Gone:
                 return 0  # erased, or formed by another worker meanwhile: nothing of this round stays
             # the index follows what was committed, never the other way round
@@ -288,34 +289,41 @@ class Former:
             self._refused += applied.counts.get("refused", 0)
         return int(formed)
 
-    def _commit(self, row: queue.QueuedTurn, applied: Applied, by: str, result: dict[str, Any]) -> bool:
-        """The decisions, their audit rows and the turn's formed mark in one transaction; ``_Gone`` (rolled
-        back) when the turn is no longer queued."""
+    def _commit(self, row: queue.QueuedTurn, applied: Applied, by: str, result: dict[str, Any],
+                added: Sequence[MemoryRecord]) -> bool:
+        """The statements the extractor added, the decisions, their audit rows and the turn's formed mark in
+        one transaction; ``_Gone`` (rolled back) when the turn is no longer queued."""
         parts = self._parts
-        with parts.store.transaction() as conn:
-            applied.superseded.write(parts, conn, set())
-            for r in applied.restored:
-                parts.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value,
-                                          superseded_by=r.superseded_by, supersedes=r.supersedes,
-                                          metadata=r.metadata, updated_at=time.time())
-            parts.store.audit_many(conn, applied.audit + [
-                {"action": "restore", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
-                 "detail": {"by": by, "reason": "the reconciler kept it beside the new statement"}}
-                for r in applied.restored if r.status is Status.ACTIVE and r.memory_id not in row.memory_ids])
-            if not queue.mark_formed(conn, row.pk, result):
-                raise _Gone
+        try:
+            with parts.store.transaction() as conn:
+                stage(parts, conn, added)
+                applied.superseded.write(parts, conn, set())
+                for r in applied.restored:
+                    parts.store.update_fields(conn, [r.memory_id], reindex=False, status=r.status.value,
+                                              superseded_by=r.superseded_by, supersedes=r.supersedes,
+                                              metadata=r.metadata, updated_at=time.time())
+                parts.store.audit_many(conn, applied.audit + [
+                    {"action": "restore", "tenant_id": r.tenant_id, "user_id": r.user_id, "memory_id": r.memory_id,
+                     "detail": {"by": by, "reason": "the reconciler kept it beside the new statement"}}
+                    for r in applied.restored if r.status is Status.ACTIVE and r.memory_id not in row.memory_ids])
+                if not queue.mark_formed(conn, row.pk, result):
+                    raise _Gone
+        except BaseException:
+            parts.outbox.forget([r.memory_id for r in added])  # as ``write.save.commit`` does
+            raise
         return True
 
     def _extracted(self, row: queue.QueuedTurn, text: str, ctx: WriteContext,
-                   wrote: Sequence[MemoryRecord]) -> int:
+                   wrote: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Ask the extract hook once for the turn (a model extractor answers only with ``formation``) and
-        write the statements whose clause the turn's memories do not hold, where the rules read the
+        draft the statements whose clause the turn's memories do not hold, where the rules read the
         clause as a statement (a model's word does not make a question a fact). They go through the
-        write path (guard, redaction, the indexer's rule pass); returns how many were written."""
+        write path (guard, redaction; the indexer's rule pass after ``_commit``, which writes them with
+        the turn's formed mark, so a turn formed again writes them once)."""
         parts = self._parts
         found = parts.hooks.extract_by(text, ctx)
         if found is None or found[0] == "rule_extractor" or not found[1].statements:
-            return 0
+            return []
         rules = WriteContext(tenant_id=row.tenant_id, user_id=row.user_id, settings=parts.settings,
                              session_id=row.session_id, source=Source.USER, explicit=False)
         drafts = []
@@ -328,6 +336,4 @@ class Former:
             drafts.append(MemoryDraft(content=clause[: parts.settings.max_content_chars], type=MemoryType.SEMANTIC,
                                       session_id=row.session_id, created_at=formation_turn(row.turn, "").created_at,
                                       metadata={"trigger": f"formed by {found[0]}"}))
-        if drafts:
-            write(parts, drafts, user_id=row.user_id, tenant_id=row.tenant_id, explicit=False)
-        return len(drafts)
+        return drafted(parts, drafts, user_id=row.user_id, tenant_id=row.tenant_id, explicit=False) if drafts else []
