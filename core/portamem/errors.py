@@ -29,6 +29,7 @@ __all__ = [
     "ModelTimeoutError",
     "ModelUnavailableError",
     "ModelResponseError",
+    "ModelRefusedError",
 ]
 
 
@@ -159,3 +160,8 @@ class ModelUnavailableError(ModelError):
 
 class ModelResponseError(ModelError):
     """The model server refused the request (HTTP 4xx) or answered with something that is not a chat completion."""
+
+
+class ModelRefusedError(ModelResponseError):
+    """The model server refused the request (HTTP 4xx but 408 and 429: a wrong key, an unknown model, a bad
+    request): asking again will not help until a setting changes, so the caller's rules take over at once."""

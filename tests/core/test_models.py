@@ -4,6 +4,7 @@ answers what each test scripts (the real model's behaviour is tests/llm's)."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ import pytest
 from portamem import Memory
 from portamem.config import Settings
 from portamem.embedding.embedders import Embedder
-from portamem.errors import ConfigError, ModelResponseError, ModelTimeoutError, ModelUnavailableError
+from portamem.errors import ConfigError, ModelRefusedError, ModelResponseError, ModelTimeoutError, ModelUnavailableError
 from portamem.models import (CallableChatModel, ChatModel, ModelStats, OpenAIChatModel, as_chat_model, ask_json,
                              model_from_settings, parse_json_answer)
 
@@ -167,7 +168,7 @@ def test_a_server_refusing_json_schema_is_asked_with_json_object_and_remembered(
     assert ask_json(model, asked, schema=SCHEMA, validate=_value) == {"value": "Paris"}
     assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object"]
     assert server.requests[1]["response_format"]["schema"] == SCHEMA  # llama-cpp-python's json_object + schema
-    assert model.stats.calls == {"ok": 1, "timeout": 0, "http": 0, "error": 0}  # the format probe is no failure
+    assert model.stats.calls == {"ok": 1, "timeout": 0, "http": 0, "refused": 0, "error": 0}  # the probe is no failure
     ask_json(model, [{"role": "user", "content": "Again?"}], schema=SCHEMA, validate=_value)
     assert [r["response_format"]["type"] for r in server.requests] == ["json_schema", "json_object", "json_object"]
 
@@ -183,9 +184,9 @@ def test_json_object_without_schema_is_the_last_format_tried(server: Scripted) -
     assert len(server.requests) == 3
     # a refusal that is not about the format is not retried
     server.script = lambda b: (401, {"error": "bad key"}, 0.0)
-    with pytest.raises(ModelResponseError, match="HTTP 401"):
+    with pytest.raises(ModelRefusedError, match="HTTP 401"):
         model.chat([{"role": "user", "content": "x"}], schema=SCHEMA)
-    assert len(server.requests) == 4 and model.stats.calls["http"] == 1
+    assert len(server.requests) == 4 and model.stats.calls["refused"] == 1
 
 
 def test_a_server_error_is_retried_and_a_timeout_is_not(server: Scripted) -> None:
@@ -207,6 +208,39 @@ def test_a_server_error_is_retried_and_a_timeout_is_not(server: Scripted) -> Non
     assert model.stats.calls["timeout"] == 1 and model.stats.fallbacks == 1
     with pytest.raises(ModelTimeoutError):
         model.chat([{"role": "user", "content": "x"}], timeout_s=0.2)
+
+
+@pytest.mark.parametrize(("status", "outcome", "tries"), [
+    (408, "http", 2), (429, "http", 2), (503, "http", 2), (400, "refused", 1), (404, "refused", 1), (422, "refused", 1),
+])
+def test_a_busy_server_is_asked_again_and_a_refusal_is_not(server: Scripted, status: int, outcome: str,
+                                                           tries: int) -> None:
+    server.script = lambda b: (status, {"error": {"message": "no"}}, 0.0)
+    model = OpenAIChatModel(server.url, "m", retries=1)
+    with pytest.raises(ModelRefusedError if outcome == "refused" else ModelUnavailableError):
+        model.chat([{"role": "user", "content": "x"}])
+    assert len(server.requests) == tries and model.stats.calls[outcome] == tries
+    assert sum(model.stats.calls.values()) == tries
+
+
+def test_a_refused_request_is_said_once_and_its_turns_are_formed_by_the_rules_at_once(
+        server: Scripted, tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture) -> None:
+    server.script = lambda b: (401, {"error": {"message": "Incorrect API key provided: sk-wr***"}}, 0.0)
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder) as mem:
+        mem.formation.model = OpenAIChatModel(server.url, "m", api_key="sk-wrong", retries=2)
+        mem.save_memory("I live in Lyon.", user_id="u", wait=True)
+        with caplog.at_level(logging.ERROR, logger="portamem.models"):
+            for text in ("I moved to Paris last month.", "I moved to Berlin this week."):
+                mem.add_turn(text, "Great.", user_id="u")
+                mem.flush(10)  # formed by the rules now, not after MODEL_WAIT_S
+        snap = mem.stats().model
+        assert snap is not None and snap["outcomes"]["refused"] == snap["failures"]["refused"] == 2
+        assert snap["outcomes"]["http"] == 0 and len(server.requests) == 2  # one request a turn, never again
+        formation = mem.stats().formation
+        assert formation.pending == 0 and formation.fallbacks == 2 and formation.last_error is None
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("portamem.models")]
+    assert len(said) == 1, said
+    assert "HTTP 401" in said[0] and "Incorrect API key provided" in said[0] and "llm_api_key" in said[0]
 
 
 def test_malformed_completions_are_typed_errors(server: Scripted) -> None:

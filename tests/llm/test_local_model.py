@@ -160,7 +160,7 @@ def test_memory_stats_show_the_configured_models_counters(local_llm: Endpoint, t
     settings = Settings(path=str(tmp_path / "s"), llm_url=local_llm.url, llm_model=local_llm.model)
     with Memory(settings=settings, embedder=embedder) as mem:
         snap = mem.stats().model
-        assert snap is not None and set(snap["outcomes"]) == {"ok", "timeout", "http", "error"}
+        assert snap is not None and set(snap["outcomes"]) == {"ok", "timeout", "http", "refused", "error"}
     with Memory(settings=Settings(path=str(tmp_path / "t")), embedder=embedder) as mem:
         assert mem.stats().model is None
 

@@ -17,10 +17,12 @@ thread drains the queue in order, in bounded batches, one turn at a time:
    erased), then updates the vector index.
 
 A crash before that commit forms the turn again on the next open; after it, never. A model that cannot
-be reached (connection refused, HTTP 5xx or 429) leaves the turn queued and is tried again after a
-growing pause (at most 30 s), for ``MODEL_WAIT_S``; after that the rules form the turn. On PostgreSQL the
-workers of several processes claim rows as the indexers do (``storage.claims``). A failing round
-(the store unreachable, a plugin raising) leaves the turn queued and is retried after ``poll_s``.
+be reached (connection refused, HTTP 5xx, 408 or 429) leaves the turn queued and is tried again after a
+growing pause (at most 30 s), for ``MODEL_WAIT_S``; after that the rules form the turn. A model server
+that refuses the request (another HTTP 4xx: a wrong key or model name) will not take it later: the rules
+form the turn at once (``portamem.models.client``). On PostgreSQL the workers of several processes claim
+rows as the indexers do (``storage.claims``). A failing round (the store unreachable, a plugin raising)
+leaves the turn queued and is retried after ``poll_s``.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ log = logging.getLogger(__name__)
 
 #: seconds of history behind ``FormationStats.formed_per_s``
 _RATE_WINDOW = 60.0
-#: how long a turn waits for an unreachable model (connection refused, HTTP 5xx or 429) before the rules
+#: how long a turn waits for an unreachable model (connection refused, HTTP 5xx, 408 or 429) before the rules
 #: form it: the rule pass serves recall meanwhile, and a model back within this time still forms it
 MODEL_WAIT_S = 600.0
 #: the longest pause between two tries of an unreachable model

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ModelError, ModelTimeoutError
+from ..errors import ModelError, ModelRefusedError, ModelTimeoutError
 from .client import ChatModel
 from .stats import ModelStats
 
@@ -63,7 +63,8 @@ def ask_json(model: ChatModel, messages: Sequence[Mapping[str, str]], *, schema:
 
     At most ``retries`` more tries, each with the last user message followed by why the answer before
     was refused (``REJECTED``), and none once ``budget_s`` seconds have passed since the first call
-    (each call's time is bounded by what is left) or after a timeout. Counts each refused answer and
+    (each call's time is bounded by what is left), after a timeout or after the server refused the
+    request (``ModelRefusedError``). Counts each refused answer and
     the final fallback in ``stats`` (default: the model's own ``stats``, when it has one).
     """
     stats = stats if stats is not None else getattr(model, "stats", None)
@@ -80,6 +81,8 @@ def ask_json(model: ChatModel, messages: Sequence[Mapping[str, str]], *, schema:
             answer = model.chat(asking, schema=schema, max_tokens=max_tokens, timeout_s=left)
         except ModelTimeoutError as exc:
             log.warning("%s attempt %d: %s", what, attempt + 1, exc)
+            break
+        except ModelRefusedError:  # asking again is refused alike (the client said why, once)
             break
         except ModelError as exc:
             problem = str(exc)

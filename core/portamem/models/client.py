@@ -6,21 +6,26 @@
 framework adapters hand over). Each counts its calls in a ``ModelStats``.
 
 A call is bounded in time (``timeout_s``) and a timeout is never retried: a model that took too long
-once takes as long again, and the caller has rules to fall back on. A server error (HTTP 5xx, no
-connection) is retried ``retries`` times; a refusal (HTTP 4xx) is not, except that a server refusing
-``response_format: json_schema`` is asked once with ``json_object`` instead, and the client remembers
-(that probe is not counted as a failed call: the request that follows is the call).
+once takes as long again, and the caller has rules to fall back on. A server error (HTTP 5xx, 408, 429,
+no connection) is retried ``retries`` times within the call's time; a refusal (any other HTTP 4xx: a
+wrong key, an unknown model, a bad request) is not: it is counted as ``refused``, logged once with what
+the server said and the setting to check, and raised as ``ModelRefusedError``, so the caller's rules
+take over at once. A server refusing ``response_format: json_schema`` is asked once with
+``json_object`` instead, and the client remembers (that probe is not counted as a failed call: the
+request that follows is the call).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..errors import ConfigError, ModelError, ModelResponseError, ModelTimeoutError, ModelUnavailableError
+from ..errors import ConfigError, ModelError, ModelRefusedError, ModelResponseError, ModelTimeoutError, \
+    ModelUnavailableError
 from .stats import ModelStats
 
 if TYPE_CHECKING:
@@ -30,6 +35,8 @@ __all__ = ["ChatModel", "OpenAIChatModel", "CallableChatModel", "as_chat_model",
            "render_prompt"]
 
 Messages = Sequence[Mapping[str, str]]
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -52,6 +59,12 @@ _FORMATS = ("json_schema", "json_object+schema", "json_object")
 
 #: words of an error that blames the response format (some servers answer a format they lack with a 500)
 _FORMAT_WORDS = ("response_format", "json_schema", "schema", "grammar")
+#: statuses of a server that may take the request later: retried, and formation waits for it
+_BUSY = (408, 429)
+#: the settings a refusal points at, by HTTP status (else ``_CHECK_OTHER``)
+_CHECK = {401: "llm_api_key (PORTAMEM_LLM_API_KEY)", 403: "llm_api_key (PORTAMEM_LLM_API_KEY)",
+          404: "llm_model and llm_url (PORTAMEM_LLM_MODEL, PORTAMEM_LLM_URL: the base URL ends in /v1)"}
+_CHECK_OTHER = "llm_model and llm_url (PORTAMEM_LLM_MODEL, PORTAMEM_LLM_URL) and what the server accepts"
 
 
 def _response_format(kind: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,6 +103,7 @@ class OpenAIChatModel:
         self.stats = stats or ModelStats()
         self._api_key = api_key
         self._format = 0  # index into _FORMATS: the first response format this server has not refused
+        self._told: set[int] = set()  # the refusals logged already, by HTTP status
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, follow_redirects=False)
@@ -116,17 +130,32 @@ class OpenAIChatModel:
             try:
                 return self._post(body, limit)
             except _Refused as refused:
-                if schema is not None and fmt < len(_FORMATS) - 1 and refused.status not in (401, 403, 404, 429):
+                if schema is not None and fmt < len(_FORMATS) - 1 and refused.status not in _CHECK:
                     with self._lock:  # this server does not take that format: the next one, from now on
                         self._format = max(self._format, fmt + 1)
                     continue
-                self.stats.record_call("http", refused.elapsed)
-                raise ModelResponseError(f"the model server refused the request: HTTP {refused.status}: "
-                                         f"{refused.text[:300]}") from None
+                if refused.status >= 500:  # a server error blaming the last format there is
+                    self.stats.record_call("http", refused.elapsed)
+                    raise ModelResponseError(f"the model server refused the request: HTTP {refused.status}: "
+                                             f"{refused.text[:300]}") from None
+                self.stats.record_call("refused", refused.elapsed)
+                raise self._refusal(refused) from None
             except ModelUnavailableError:
                 attempt += 1
                 if attempt > self.retries:
                     raise
+
+    def _refusal(self, refused: _Refused) -> ModelRefusedError:
+        """The error of a refusal, logged the first time the server answers its status."""
+        said = " ".join(refused.text.split())[:300]
+        message = (f"the model server at {self.base_url} refused the request for model {self.model!r} with HTTP "
+                   f"{refused.status}: {said!r}; check {_CHECK.get(refused.status, _CHECK_OTHER)}")
+        with self._lock:
+            first = refused.status not in self._told
+            self._told.add(refused.status)
+        if first:  # every request is refused alike until the setting changes: said once, counted each time
+            log.error("%s (the rules decide meanwhile; counted as 'refused' in the model's stats)", message)
+        return ModelRefusedError(message)
 
     def _post(self, body: dict[str, Any], limit: float) -> str:
         """One request, its whole time within ``limit`` seconds (the answer is read in chunks and
@@ -153,7 +182,7 @@ class OpenAIChatModel:
         status = response.status_code
         if status >= 400:
             text = raw.decode("utf-8", "replace")
-            if status == 429 or (status >= 500 and not any(w in text for w in _FORMAT_WORDS)):
+            if status in _BUSY or (status >= 500 and not any(w in text for w in _FORMAT_WORDS)):
                 self.stats.record_call("http", elapsed)
                 raise ModelUnavailableError(f"the model server at {self.base_url} answered HTTP {status}: {text[:200]}")
             raise _Refused(status, text, elapsed)  # counted by ``chat`` unless it only refused the format

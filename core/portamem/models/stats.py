@@ -15,8 +15,9 @@ from typing import Any
 
 __all__ = ["ModelStats", "OUTCOMES", "LATENCY_BUCKETS"]
 
-#: how a call ended: an answer, past its time limit, an HTTP error or no connection, anything else
-OUTCOMES = ("ok", "timeout", "http", "error")
+#: how a call ended: an answer, past its time limit, an HTTP error or no connection (the server may come
+#: back), refused by the server (HTTP 4xx but 408 and 429: a setting is wrong), anything else
+OUTCOMES = ("ok", "timeout", "http", "refused", "error")
 #: upper bounds (seconds) of the latency histogram; a local 0.5B model takes 1-20 s a call
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -72,7 +73,7 @@ class ModelStats:
                 "calls": sum(self.calls.values()),
                 "outcomes": dict(self.calls),
                 "failures": {"timeout": self.calls["timeout"], "http": self.calls["http"],
-                             "error": self.calls["error"], "invalid": self.invalid},
+                             "refused": self.calls["refused"], "error": self.calls["error"], "invalid": self.invalid},
                 "fallbacks": self.fallbacks,
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,

@@ -14,7 +14,7 @@
 - ``portamem_embedding_seconds`` (a histogram per embedder call, by kind: passage or query) and
   ``portamem_embedded_texts_total``.
 - The chat model, when one is configured (``Settings.llm_url``): ``portamem_model_calls_total`` by outcome
-  (ok, timeout, http, error), ``portamem_model_invalid_answers_total`` (answers that were not the JSON
+  (ok, timeout, http, refused, error), ``portamem_model_invalid_answers_total`` (answers that were not the JSON
   asked for), ``portamem_model_fallbacks_total`` (the rules decided instead), ``portamem_model_tokens_total``
   by kind (prompt, completion; as the server reports them) and ``portamem_model_latency_seconds`` (a histogram).
 - The read replica: ``portamem_replica_bytes``, ``portamem_replica_users``, ``portamem_replica_budget_bytes``.
