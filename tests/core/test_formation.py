@@ -15,6 +15,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -370,3 +371,43 @@ def test_a_model_that_updates_whatever_it_is_shown_changes_nothing_unrelated(mem
     memory.flush(60)
     assert memory.get_memory(club.memory_id, user_id="ana").status is Status.ACTIVE
     assert memory.stats().formation.refused >= 1
+
+
+def test_a_purge_takes_the_turns_that_said_what_it_purges_out_of_the_formation_queue(memory: Memory) -> None:
+    memory.formation.stop()  # a backlog: the turns wait
+    said = memory.add_turn("I play tennis every Sunday with Ottilie.", "Nice.", user_id="ana", session_id="s")
+    memory.add_turn("My budget is 5000 euros.", "Noted.", user_id="ana", session_id="s")
+    assert "Ottilie" in json.dumps(rows(memory)[1]["turn"]["context"])
+    memory.forget_memory([r.memory_id for r in said], user_id="ana")
+    memory.purge_deleted(older_than=timedelta(0))
+    left = rows(memory)
+    assert "Ottilie" not in json.dumps([r["turn"] for r in left])  # neither the turn nor the context after it
+    assert [(r["state"], r["turn"]["user"]) for r in left] == [(0, "My budget is 5000 euros.")]  # still to form
+    memory.erase_user(user_id="ana")
+    assert rows(memory) == []
+
+
+def test_maintenance_prunes_the_formed_turns_and_keeps_those_to_form(memory: Memory) -> None:
+    memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana", session_id="s")
+    memory.flush(60)
+    memory.formation.stop()
+    memory.add_turn("My budget is 5000 euros.", "Noted.", user_id="ana", session_id="s")
+    assert [r["state"] for r in rows(memory)] == [FORMED, 0]
+    report = memory.maintain()
+    assert [(r["state"], r["turn"]["user"]) for r in rows(memory)] == [(0, "My budget is 5000 euros.")]
+    assert report.formed_pruned == 1
+
+
+@pytest.mark.parametrize("forgotten", ["statement", "target"])
+def test_a_purge_empties_the_reasons_formation_audited(memory: Memory, forgotten: str) -> None:
+    memory.formation.model = scripted(replace_tennis)
+    tennis = memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")[0]
+    memory.flush(60)
+    boulder = memory.add_turn("These days I go bouldering on Sundays.", "Fun!", user_id="ana")[0]
+    memory.flush(60)
+    assert "bouldering replaced tennis" in form_audit(memory, boulder.memory_id)[0]["detail"]["reason"]
+    memory.forget_memory((boulder if forgotten == "statement" else tennis).memory_id, user_id="ana")
+    memory.purge_deleted(older_than=timedelta(0))
+    trail = form_audit(memory, boulder.memory_id)
+    assert trail and trail[0]["detail"]["reason"] is None  # what happened stays, the model's words do not
+    assert trail[0]["detail"]["target"] == tennis.memory_id and trail[0]["detail"]["applied"]

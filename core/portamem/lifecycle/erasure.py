@@ -1,12 +1,13 @@
 """Erasing a user: everything of one user in a tenant leaves the store at once, without a grace period.
 
 Every tier (hot and warm rows, the cold archive), the keyword postings and counts and their cache, the
-entity index, the working window, the retrieval log, the audit trail, the sealed originals (they live in
-the rows' metadata), the vector index and the replica; the abstract memories and episodes derived from
-the user's memories are rows of the user too. What is left is one audit row (action ``erase_user``) that
-says how many rows went, without any content: it keeps the user id, because an erasure that leaves no
-trace cannot be shown to have happened (the operator answers "when was this user erased, and by whom?"
-from it), and an id is what the request named, not what the user said.
+entity index, the working window, the formation queue's turns (waiting or formed), the retrieval log, the
+audit trail, the sealed originals (they live in the rows' metadata), the vector index and the replica; the
+abstract memories and episodes derived from the user's memories are rows of the user too. What is left
+is one audit row (action ``erase_user``) that says how many rows went, without any content: it keeps the
+user id, because an erasure that leaves no trace cannot be shown to have happened (the operator answers
+"when was this user erased, and by whom?" from it), and an id is what the request named, not what the
+user said.
 
 May import: the data model, ``portamem.components``, storage and the background path's upkeep.
 """

@@ -13,6 +13,7 @@ from ..background.upkeep import index_now
 from ..components import Components
 from ..filters import SearchFilters
 from ..records import MemoryRecord, Status, utcnow
+from ..storage import formation as formation_queue
 from ..storage.erasure import cold_deleted, prune_cache, scrub_audit
 
 __all__ = ["soft_delete", "restore", "purge", "holders"]
@@ -68,7 +69,8 @@ def purge(parts: Components, tenant_id: str, cutoff: float) -> int:
     """Hard-delete the tenant's soft-deleted records deleted at or before ``cutoff`` (a timestamp), in
     every tier (a forgotten record cannot be archived, but an older store's archive may hold some);
     superseded memories are history, never purged. The texts the audit log quotes of them are emptied
-    (``portamem.storage.erasure.scrub_audit``): a purged memory is gone, its trail stays."""
+    (``portamem.storage.erasure.scrub_audit``): a purged memory is gone, its trail stays; so are the turns
+    the formation queue keeps that may say it (``portamem.storage.formation.drop_purged``)."""
     victims = [
         (r.memory_id, r.user_id) for r in parts.store.list(tenant_id, None, SearchFilters(statuses=(Status.DELETED,)))
         if r.deleted_at is not None and r.deleted_at.timestamp() <= cutoff
@@ -81,6 +83,7 @@ def purge(parts: Components, tenant_id: str, cutoff: float) -> int:
     with parts.store.transaction() as conn:
         n = parts.store.purge(conn, ids, tenant_id=tenant_id)
         scrub_audit(conn, tenant_id, sorted({u for _, u in victims}), ids)
+        formation_queue.drop_purged(conn, tenant_id, [u for _, u in victims], ids)
         prune_cache(parts.store, conn, tenant_id, [u for _, u in victims])
         parts.store.audit_many(
             conn,

@@ -24,6 +24,7 @@ from ..errors import ValidationError
 from ..filters import SearchFilters
 from ..read.usage import RetrievalLog
 from ..records import MemoryRecord, MemoryType, Tier, utcnow
+from ..storage import formation as formation_queue
 from ..write.batch import close_sessions
 from ..write.scope import may_merge
 from .abstraction import abstract
@@ -51,6 +52,8 @@ class MaintenanceReport:
     abstracted: list[str] = field(default_factory=list)
     #: memories moved between storage tiers, by the tier they moved to (``portamem.lifecycle.tiers``)
     tiered: dict[str, list[str]] = field(default_factory=dict)
+    #: formed turns the formation queue let go of (``portamem.storage.formation.prune``)
+    formed_pruned: int = 0
 
 
 def maintain(
@@ -92,6 +95,8 @@ def maintain(
             for target, moved in retier(parts, tenant_id, user_id, now=now).items():
                 report.tiered.setdefault(target.value, []).extend(moved)
     report.purged = purge(parts, tenant_id, (now - timedelta(days=parts.settings.grace_days)).timestamp())
+    with parts.store.transaction() as conn:  # the turns formed by now are done with: their texts go
+        report.formed_pruned = formation_queue.prune(conn, now.timestamp(), tenant_id=tenant_id)
     left = sum(len(ids) for tier, ids in report.tiered.items() if tier != Tier.HOT.value)
     if rebuildable and left >= max(REBUILD_MIN, indexed_before // 2):
         # milvus-lite keeps deleted rows in its segments (memory, and every open reads them) until a

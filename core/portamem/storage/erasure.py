@@ -27,8 +27,9 @@ __all__ = ["user_tables", "erase_rows", "user_memory_ids", "cold_deleted", "scru
            "AUDIT_TEXT_KEYS"]
 
 #: keys of an audit row's detail that quote a memory's text (an update's previous text, a
-#: supersession's newer text): emptied once the memory they quote is purged
-AUDIT_TEXT_KEYS = ("content", "previous_content")
+#: supersession's newer text, a reconciler's reason or why its decision was refused): emptied once the
+#: memory they quote is purged
+AUDIT_TEXT_KEYS = ("content", "previous_content", "reason", "refused")
 
 
 def user_tables() -> list[sa.Table]:
@@ -66,8 +67,9 @@ def user_memory_ids(conn: Connection, tenant_id: str, user_id: str) -> list[str]
 
 def scrub_audit(conn: Connection, tenant_id: str, user_ids: Sequence[str], memory_ids: Sequence[str]) -> int:
     """Empty the texts (``AUDIT_TEXT_KEYS``) audit rows quote of purged memories: the rows of those
-    memories, and a supersession row of an older memory that quotes the newer one purged. The rows stay
-    (what happened, when, by whom); returns how many changed."""
+    memories, a supersession row of an older memory that quotes the newer one purged, and a formation
+    row whose decision targeted one. The rows stay (what happened, when, by whom); returns how many
+    changed."""
     ids = set(memory_ids)
     if not ids:
         return 0
@@ -78,12 +80,12 @@ def scrub_audit(conn: Connection, tenant_id: str, user_ids: Sequence[str], memor
         rows += conn.execute(sa.select(a.pk, a.memory_id, a.detail).where(
             a.tenant_id == tenant_id, a.memory_id.in_(chunked[start:start + 500]))).all()
     rows += conn.execute(sa.select(a.pk, a.memory_id, a.detail).where(
-        a.tenant_id == tenant_id, a.user_id.in_(sorted(set(user_ids))), a.action == "supersede")).all()
+        a.tenant_id == tenant_id, a.user_id.in_(sorted(set(user_ids))), a.action.in_(("supersede", "form")))).all()
     changed: dict[int, dict[str, Any]] = {}
     for pk, memory_id, detail in rows:
         if not isinstance(detail, dict) or not any(k in detail for k in AUDIT_TEXT_KEYS):
             continue
-        if memory_id in ids or detail.get("superseded_by") in ids:
+        if memory_id in ids or detail.get("superseded_by") in ids or detail.get("target") in ids:
             changed[pk] = {k: (None if k in AUDIT_TEXT_KEYS else v) for k, v in detail.items()}
     for pk, detail in changed.items():
         conn.execute(audit_t.update().where(a.pk == pk).values(detail=detail))

@@ -4,7 +4,9 @@ A row is written in the transaction that writes its turn (``portamem.write.batch
 acknowledged is a turn queued, and marked FORMED in the transaction that applies what formation
 decided, so a turn is formed once: a crash before that commit leaves it FORMING, and the next
 worker (after a restart, or another process's on PostgreSQL, ``storage.claims``) forms it again
-from the start. Formed rows are kept a while for ``explain`` and pruned by ``prune``.
+from the start. Formed rows are kept until the next maintenance run prunes them (``prune``); a purge takes
+out the rows that quote what it purges and an erasure every row of the user (``drop_purged``,
+``storage.erasure``), since a row holds the turn's text and the turns before it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from .schema import FORMED, FORMING, formation_t
 
-__all__ = ["QueuedTurn", "enqueue", "pending", "mark_formed", "backlog", "waiting_upto", "last_pk", "prune"]
+__all__ = ["QueuedTurn", "enqueue", "pending", "mark_formed", "backlog", "waiting_upto", "last_pk", "prune",
+           "drop_purged"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,30 @@ def waiting_upto(engine: Engine, pk: int) -> int:
                                                                   formation_t.c.pk <= pk)).scalar() or 0)
 
 
-def prune(conn: Connection, older_than: float) -> int:
-    """Drop formed rows formed before ``older_than`` (a timestamp); returns how many."""
-    return int(conn.execute(formation_t.delete().where(formation_t.c.state == FORMED,
-                                                       formation_t.c.formed_at < older_than)).rowcount or 0)
+def prune(conn: Connection, older_than: float, *, tenant_id: str) -> int:
+    """Drop the tenant's rows formed before ``older_than`` (a timestamp); returns how many."""
+    t = formation_t.c
+    return int(conn.execute(formation_t.delete().where(t.tenant_id == tenant_id, t.state == FORMED,
+                                                       t.formed_at < older_than)).rowcount or 0)
+
+
+def drop_purged(conn: Connection, tenant_id: str, user_ids: Sequence[str], memory_ids: Sequence[str]) -> int:
+    """In a purge's transaction: drop the users' formed rows (a turn, or a turn before it, may be what an
+    episode or a statement purged now said) and the rows still queued of the turns that wrote a purged
+    memory, and take those turns out of the context the users' other queued rows keep; returns the rows
+    dropped."""
+    t = formation_t.c
+    theirs = (t.tenant_id == tenant_id, t.user_id.in_(sorted(set(user_ids))))
+    n = int(conn.execute(formation_t.delete().where(*theirs, t.state == FORMED)).rowcount or 0)
+    ids = set(memory_ids)
+    rows = conn.execute(sa.select(t.pk, t.session_id, t.turn, t.memory_ids).where(*theirs)).all()
+    gone = {r.pk for r in rows if ids.intersection(r.memory_ids or [])}
+    if gone:
+        conn.execute(formation_t.delete().where(t.pk.in_(sorted(gone))))
+    said = {(r.session_id, (r.turn or {}).get("user")) for r in rows if r.pk in gone}
+    for r in rows:
+        context = (r.turn or {}).get("context", [])
+        kept = [c for c in context if (r.session_id, c.get("user")) not in said]
+        if r.pk not in gone and len(kept) < len(context):
+            conn.execute(formation_t.update().where(t.pk == r.pk).values(turn={**r.turn, "context": kept}))
+    return n + len(gone)
