@@ -411,3 +411,59 @@ def test_a_purge_empties_the_reasons_formation_audited(memory: Memory, forgotten
     trail = form_audit(memory, boulder.memory_id)
     assert trail and trail[0]["detail"]["reason"] is None  # what happened stays, the model's words do not
     assert trail[0]["detail"]["target"] == tennis.memory_id and trail[0]["detail"]["applied"]
+
+
+def test_flush_leaves_the_workers_lock_free_while_it_asks_the_store(memory: Memory, monkeypatch) -> None:
+    from portamem.storage import formation as queue
+
+    real = queue.waiting_upto
+    free: list[bool] = []
+
+    def asking(engine, pk):  # type: ignore[no-untyped-def]
+        probe = threading.Thread(target=memory.formation.notify)  # the worker's lock, taken from elsewhere
+        probe.start()
+        probe.join(2.0)
+        free.append(not probe.is_alive())
+        return real(engine, pk)
+
+    memory.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")
+    monkeypatch.setattr(queue, "waiting_upto", asking)
+    memory.flush(60)
+    assert free and all(free)
+
+
+def test_close_waits_for_a_model_call_a_bounded_time_and_the_next_open_forms_its_turn(
+        tmp_path, embedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from portamem.background import formation
+
+    monkeypatch.setattr(formation, "STOP_WAIT_S", 0.5)
+    path = str(tmp_path / "store")
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(prompt: str) -> str:
+        entered.set()
+        release.wait(8)
+        return json.dumps({"decisions": []})
+
+    mem = Memory(settings=Settings(path=path), embedder=embedder)
+    try:
+        mem.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")
+        mem.flush(60)
+        mem.formation.model = CallableChatModel(stuck)
+        mem.add_turn("I play tennis every Sunday with club 1.", "Nice.", user_id="ana")
+        assert entered.wait(30)
+        start = time.monotonic()
+        mem.close()
+        took = time.monotonic() - start
+    finally:
+        release.set()
+    mem.formation._thread.join(10)  # the call ended after the close: its turn changed nothing
+    assert took < 3, took
+    again = Memory(settings=Settings(path=path), embedder=embedder)
+    try:
+        assert [r["state"] for r in rows(again)] == [FORMED, 0]
+        again.formation.model = scripted(lambda s, m: json.dumps({"decisions": []}))
+        again.flush(60)
+        assert [r["state"] for r in rows(again)] == [FORMED] * 2
+    finally:
+        again.close()

@@ -123,7 +123,8 @@ def test_ask_json_stops_when_its_budget_is_spent() -> None:
     start = time.monotonic()
     assert ask_json(CallableChatModel(slow), [{"role": "user", "content": "x"}], validate=_value, retries=5,
                     budget_s=0.2) is None
-    assert len(calls) == 2 and time.monotonic() - start < 0.5
+    # a second try, begun with 0.05 s left, would end past the budget: none is begun
+    assert len(calls) == 1 and time.monotonic() - start < 0.2
 
 
 def test_a_callable_that_raises_is_a_failed_attempt_not_a_crash() -> None:
@@ -241,6 +242,15 @@ def test_a_refused_request_is_said_once_and_its_turns_are_formed_by_the_rules_at
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("portamem.models")]
     assert len(said) == 1, said
     assert "HTTP 401" in said[0] and "Incorrect API key provided" in said[0] and "llm_api_key" in said[0]
+
+
+def test_a_calls_retries_share_its_time_budget(server: Scripted) -> None:
+    server.script = lambda b: (503, "busy", 0.25)
+    model = OpenAIChatModel(server.url, "m", retries=3)
+    start = time.monotonic()
+    assert ask_json(model, [{"role": "user", "content": "x"}], validate=_value, retries=0, budget_s=0.4) is None
+    assert time.monotonic() - start < 0.6  # four tries of 0.25 s each would take 1 s
+    assert len(server.requests) == 2 and model.stats.calls["http"] == 1 and model.stats.calls["timeout"] == 1
 
 
 def test_malformed_completions_are_typed_errors(server: Scripted) -> None:

@@ -58,6 +58,8 @@ _RATE_WINDOW = 60.0
 MODEL_WAIT_S = 600.0
 #: the longest pause between two tries of an unreachable model
 _MODEL_RETRY_MAX_S = 30.0
+#: how long ``stop`` (``Memory.close``) waits for the turn in hand: a model call cannot be interrupted
+STOP_WAIT_S = 5.0
 #: the reconciler whose decisions count as the model's (a fallback is any other deciding while a model is set)
 MODEL_RECONCILER = "model_reconciler"
 
@@ -115,6 +117,8 @@ class Former:
         self._cond = threading.Condition()
         self._wake = True
         self._stop = False
+        #: ``stop`` stopped waiting for the turn in hand: it commits nothing (checked under ``parts.lock``)
+        self._left = False
         self._done: deque[tuple[float, int]] = deque()
         self._total = 0
         self._by_model = 0
@@ -131,12 +135,19 @@ class Former:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop after the turn in hand; the rest stays queued for the next open."""
+        """Stop after the turn in hand, waiting for it at most ``STOP_WAIT_S``: a turn still in hand then
+        (a model call that does not end) commits nothing when its call ends; it and the rest stay queued
+        for the next open."""
         with self._cond:
             self._stop = True
             self._cond.notify_all()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join()
+            self._thread.join(STOP_WAIT_S)
+            if self._thread.is_alive():
+                with self._parts.lock:
+                    self._left = True
+                log.warning("memory formation stopped after %.0f s with a turn in hand (a model call still "
+                            "running): the turn stays queued for the next open", STOP_WAIT_S)
         self._claims.close()
 
     def notify(self) -> None:
@@ -150,18 +161,18 @@ class Former:
         ``timeout`` seconds (the turns stay queued and their rule-pass memories serve recall)."""
         target = queue.last_pk(self._parts.store.engine)
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while True:
-                if self._stop or not self._thread.is_alive():
-                    return
-                left = queue.waiting_upto(self._parts.store.engine, target)
-                if not left:
-                    return
-                if deadline is not None and time.monotonic() >= deadline:
-                    why = f"; last error: {self._error}" if self._error else ""
-                    raise IndexingTimeoutError(
-                        f"memory formation is still {left} turns behind after {timeout} s{why} (the turns are "
-                        "stored and their rule-pass memories serve recall; the worker keeps going)")
+        while True:
+            if self._stop or not self._thread.is_alive():
+                return
+            left = queue.waiting_upto(self._parts.store.engine, target)  # without the lock: the worker reports
+            if not left:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                why = f"; last error: {self._error}" if self._error else ""
+                raise IndexingTimeoutError(
+                    f"memory formation is still {left} turns behind after {timeout} s{why} (the turns are "
+                    "stored and their rule-pass memories serve recall; the worker keeps going)")
+            with self._cond:
                 self._wake = True
                 self._cond.notify_all()
                 wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
@@ -278,6 +289,8 @@ class Former:
         else:
             checked = []
         with parts.lock:
+            if self._left:  # ``stop`` stopped waiting: the next open forms the turn
+                return 0
             applied = apply(parts, row.tenant_id, row.user_id, checked, by)
             result = {"by": by, "decisions": applied.counts, "statements": len(statements),
                       **({"added": len(added)} if added else {})}

@@ -62,21 +62,25 @@ def ask_json(model: ChatModel, messages: Sequence[Mapping[str, str]], *, schema:
     None or why it is wrong), or None.
 
     At most ``retries`` more tries, each with the last user message followed by why the answer before
-    was refused (``REJECTED``), and none once ``budget_s`` seconds have passed since the first call
-    (each call's time is bounded by what is left), after a timeout or after the server refused the
-    request (``ModelRefusedError``). Counts each refused answer and
-    the final fallback in ``stats`` (default: the model's own ``stats``, when it has one).
+    was refused (``REJECTED``), and none that would not end within ``budget_s`` seconds of the first
+    call (each call's time is bounded by what is left, and none starts with less left than the
+    longest try took: a callable cannot be cut short), after a timeout or after the server refused the
+    request (``ModelRefusedError``). Counts each refused answer and the final fallback in ``stats``
+    (default: the model's own ``stats``, when it has one).
     """
     stats = stats if stats is not None else getattr(model, "stats", None)
     asking = [dict(m) for m in messages]
     last_user = max((i for i, m in enumerate(asking) if m.get("role") == "user"), default=len(asking) - 1)
     original = asking[last_user]["content"] if asking else ""
     deadline = None if budget_s is None else time.monotonic() + budget_s
+    longest = 0.0  # the longest attempt so far: what the next one may take
     for attempt in range(retries + 1):
         left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            log.warning("%s: no time left after %d attempts", what, attempt)
+        if left is not None and left <= longest:
+            log.warning("%s: no time left for another attempt after %d (%.2f s left, one took %.2f s)", what,
+                        attempt, max(0.0, left), longest)
             break
+        began = time.monotonic()
         try:
             answer = model.chat(asking, schema=schema, max_tokens=max_tokens, timeout_s=left)
         except ModelTimeoutError as exc:
@@ -88,6 +92,8 @@ def ask_json(model: ChatModel, messages: Sequence[Mapping[str, str]], *, schema:
             problem = str(exc)
             log.warning("%s attempt %d: %s", what, attempt + 1, problem)
             continue
+        finally:
+            longest = max(longest, time.monotonic() - began)
         try:
             data = parse_json_answer(answer)
         except ValueError as exc:

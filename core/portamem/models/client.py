@@ -5,14 +5,14 @@
 ``CallableChatModel`` wraps any ``fn(prompt) -> str`` (the plugins' original contract, and what the
 framework adapters hand over). Each counts its calls in a ``ModelStats``.
 
-A call is bounded in time (``timeout_s``) and a timeout is never retried: a model that took too long
-once takes as long again, and the caller has rules to fall back on. A server error (HTTP 5xx, 408, 429,
-no connection) is retried ``retries`` times within the call's time; a refusal (any other HTTP 4xx: a
-wrong key, an unknown model, a bad request) is not: it is counted as ``refused``, logged once with what
-the server said and the setting to check, and raised as ``ModelRefusedError``, so the caller's rules
-take over at once. A server refusing ``response_format: json_schema`` is asked once with
-``json_object`` instead, and the client remembers (that probe is not counted as a failed call: the
-request that follows is the call).
+A call is bounded in time (``timeout_s``: its retries and format probes included) and a timeout is never
+retried: a model that took too long once takes as long again, and the caller has rules to fall back on. A
+server error (HTTP 5xx, 408, 429, no connection) is retried ``retries`` times within the call's time; a
+refusal (any other HTTP 4xx: a wrong key, an unknown model, a bad request) is not: it is counted as
+``refused``, logged once with what the server said and the setting to check, and raised as
+``ModelRefusedError``, so the caller's rules take over at once. A server refusing ``response_format:
+json_schema`` is asked once with ``json_object`` instead, and the client remembers (that probe is not
+counted as a failed call: the request that follows is the call).
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ class OpenAIChatModel:
         limit = self.timeout_s if timeout_s is None else float(timeout_s)
         if not limit > 0:
             raise ModelTimeoutError("no time left for a model call")
+        deadline = time.monotonic() + limit  # the call's time, its retries and format probes included
         body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages], "temperature": 0,
                                 "max_tokens": int(max_tokens), "stream": False}
         attempt = 0
@@ -127,8 +128,12 @@ class OpenAIChatModel:
             fmt = self._format
             if schema is not None:
                 body["response_format"] = _response_format(_FORMATS[fmt], schema)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stats.record_call("timeout", limit)
+                raise ModelTimeoutError(f"the model at {self.base_url} took more than {limit:.1f} s")
             try:
-                return self._post(body, limit)
+                return self._post(body, left)
             except _Refused as refused:
                 if schema is not None and fmt < len(_FORMATS) - 1 and refused.status not in _CHECK:
                     with self._lock:  # this server does not take that format: the next one, from now on
@@ -142,7 +147,7 @@ class OpenAIChatModel:
                 raise self._refusal(refused) from None
             except ModelUnavailableError:
                 attempt += 1
-                if attempt > self.retries:
+                if attempt > self.retries or time.monotonic() >= deadline:
                     raise
 
     def _refusal(self, refused: _Refused) -> ModelRefusedError:
