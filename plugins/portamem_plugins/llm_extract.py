@@ -27,10 +27,7 @@ acts are used. Entities come from the rule entity extractor and the model's valu
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
-
-from portamem.models import ChatModel, ModelStats, as_chat_model
 
 from portamem import hookimpl
 from portamem.language.entities import extract_entities
@@ -39,7 +36,7 @@ from portamem.language.statements import MULTI_VALUED, NAMED, Statement
 
 from .acts import utterances
 from .classify import classify_kind
-from .summarize import MAX_CHARS, ask_json
+from .summarize import AskingPlugin
 
 __all__ = ["LLMExtractor", "STATEMENT_KEYS"]
 
@@ -61,7 +58,7 @@ def _attribute(name: str) -> str:
     return named if named in NAMED or named in MULTI_VALUED else name
 
 
-class LLMExtractor:
+class LLMExtractor(AskingPlugin):
     """A ``portamem_extract`` plugin around any ``llm(prompt) -> str`` (the module docstring)."""
 
     PROMPT = (
@@ -94,15 +91,6 @@ class LLMExtractor:
             "acts": {"type": "array", "items": {
                 "type": "object", "additionalProperties": False, "required": ["text", "act"],
                 "properties": {"text": {"type": "string"}, "act": {"enum": sorted(ACTS)}}}}}}
-
-    def __init__(self, llm: ChatModel | Callable[[str], str], retries: int = 2, max_chars: int = MAX_CHARS, *,
-                 budget_s: float | None = None, stats: ModelStats | None = None) -> None:
-        self.llm = llm
-        self.model = as_chat_model(llm)
-        self.retries = retries
-        self.max_chars = max_chars
-        self.budget_s = budget_s
-        self.stats = stats
 
     @staticmethod
     def validate(data: Any) -> str | None:
@@ -150,9 +138,7 @@ class LLMExtractor:
     def portamem_extract(self, text: str, context: WriteContext) -> Extraction | None:
         if not context.formation:  # never on the acknowledged write path, nor on the memories a turn wrote
             return None
-        data = ask_json(self.model, [{"role": "user", "content": self.PROMPT.format(text=text[: self.max_chars * 4])}],
-                        schema=self.SCHEMA, validate=self.validate, budget_s=self.budget_s, retries=self.retries,
-                        stats=self.stats, max_tokens=512, what="statements")
+        data = self.ask(self.PROMPT.format(text=text[: self.max_chars * 4]), "statements")
         if data is None:
             return None  # every attempt broke the contract: the rule extractor reads the text
         statements = self.statements(text, data)

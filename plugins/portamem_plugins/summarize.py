@@ -147,7 +147,7 @@ def portamem_summarize_habit(habit: Habit, context: WriteContext) -> str | None:
     return habit_template(habit)
 
 
-class _AskingPlugin:
+class AskingPlugin:
     """A plugin around a chat model (``portamem.models.ChatModel``, or any ``llm(prompt) -> str``) whose
     answers must be JSON under ``SCHEMA`` that ``validate`` accepts; ``budget_s`` bounds the time of all
     its tries together (None: each call's own timeout only)."""
@@ -184,7 +184,7 @@ _TEXT_OR_NULL = {"type": ["string", "null"]}
 _TEXTS = {"type": "array", "items": {"type": "string"}}
 
 
-class LLMSummarizer(_AskingPlugin):
+class LLMSummarizer(AskingPlugin):
     """A summariser plugin around any ``llm(prompt) -> str``: strict JSON of the five episode
     fields, two retries, then pass (the extractive summariser takes over).
 
@@ -232,7 +232,7 @@ class LLMSummarizer(_AskingPlugin):
                 "entities": [e.strip() for e in data["entities"] if e.strip()]}
 
 
-class LLMMerger(_AskingPlugin):
+class LLMMerger(AskingPlugin):
     """A merger plugin (``portamem_merge_statements``) around any ``llm(prompt) -> str``: a statement
     and the newer one that supersedes it become one, as strict JSON ``{"statement": "<text>"}``, two
     retries, then pass (the two statements stay as they are).
@@ -264,7 +264,7 @@ class LLMMerger(_AskingPlugin):
         return None if data is None else str(data["statement"]).strip()[: self.max_chars]
 
 
-class LLMHabitSummarizer(_AskingPlugin):
+class LLMHabitSummarizer(AskingPlugin):
     """A habit summariser (``portamem_summarize_habit``) around any ``llm(prompt) -> str``: the abstract
     memory of a habit as strict JSON ``{"summary": "<text>"}`` that keeps its support, two retries,
     then pass (the rule template takes over).
