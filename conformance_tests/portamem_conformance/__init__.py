@@ -16,7 +16,7 @@ The driver (see ``MemoryDriver`` for the protocol and its rules) maps the suite'
 actions (open, remember, recall, forget, write_turn, history, close and their async twins)
 onto the framework calls a user would make. Capabilities are split into classes
 (``RoundTripTests``, ``TurnTests``, ``IsolationTests``, ``ForgetTests``, ``RestartTests``,
-``AsyncTests``, ``ErrorTests``); ``ConformanceTests`` is all of them. A driver declares
+``AsyncTests``, ``ErrorTests``, ``ChangeTests``: a value retired by its change stays retired); ``ConformanceTests`` is all of them. A driver declares
 ``supports_async = False`` instead of skipping tests itself.
 
 The switching matrix (``SwitchingTests``) takes two drivers, ``writer`` and ``reader``:

@@ -18,6 +18,7 @@ from .restart import run_in_subprocess
 __all__ = [
     "FACTS",
     "TURNS",
+    "CHANGE",
     "opened",
     "StoreTests",
     "DriverTests",
@@ -28,6 +29,7 @@ __all__ = [
     "RestartTests",
     "AsyncTests",
     "ErrorTests",
+    "ChangeTests",
     "ConformanceTests",
 ]
 
@@ -47,6 +49,14 @@ TURNS: list[tuple[str, str]] = [
     ("Somewhere warm,\nwith \"good\" food.", "Lisbon fits: mild winters and great seafood."),
     ("東京はどうですか？", "東京もいいですね。春の桜がおすすめです。"),
 ]
+
+#: a value, then its change, said in two turns: the change retires the value (the review and formation
+#: decide it in the background, after the acknowledgement)
+CHANGE: list[tuple[str, str]] = [
+    ("I live in Lyon, in a flat near the old town.", "Lovely city!"),
+    ("Big news: I moved to Paris last month.", "Congratulations on the move!"),
+]
+CHANGE_QUESTION = "Where do I live?"
 
 
 @contextmanager
@@ -255,7 +265,19 @@ class ErrorTests(DriverTests):
             assert driver.recall(h, "cat", k=5) == [next(iter(FACTS))]
 
 
+class ChangeTests(DriverTests):
+    """What the memory decided about what the user said (a value retired by its change) is what a
+    reopened store recalls: the decision is stored, not recomputed by the adapter."""
+
+    def test_a_changed_value_stays_changed_after_reopening(self, driver: MemoryDriver, store_path: Path) -> None:
+        with opened(driver, store_path, user_id="alice") as h:
+            for turn in CHANGE:
+                driver.write_turn(h, *turn)
+        with opened(driver, store_path, user_id="alice") as h:
+            assert driver.recall(h, CHANGE_QUESTION, k=3) == [CHANGE[1][0]]
+
+
 class ConformanceTests(
-    RoundTripTests, TurnTests, IsolationTests, ForgetTests, RestartTests, AsyncTests, ErrorTests
+    RoundTripTests, TurnTests, IsolationTests, ForgetTests, RestartTests, AsyncTests, ErrorTests, ChangeTests
 ):
     """Every contract. An adapter's conformance test is one subclass overriding ``driver``."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .contracts import FACTS, TURNS, StoreTests, opened
+from .contracts import CHANGE, CHANGE_QUESTION, FACTS, TURNS, StoreTests, opened
 from .driver import MemoryDriver
 
 __all__ = ["BUILTIN_DRIVERS", "STRICT_ENV", "load_driver", "ordered_pairs", "SwitchingTests"]
@@ -85,3 +85,15 @@ class SwitchingTests(StoreTests):
         with opened(writer, store_path, **scope) as h:
             assert writer.history(h) == expected
             assert writer.recall(h, "What is my cat like?", k=1) == [next(iter(FACTS))]
+
+    def test_a_changed_value_stays_changed_through_the_other_framework(
+        self, writer: MemoryDriver, reader: MemoryDriver, store_path: Path
+    ) -> None:
+        """The value the writer's turns retired is retired for the reader: formation's decisions are in
+        the store, whichever framework wrote the turns."""
+        scope = {"user_id": "alice", "session_id": "s1", "tenant_id": "acme"}
+        with opened(writer, store_path, **scope) as h:
+            for turn in CHANGE:
+                writer.write_turn(h, *turn)
+        with opened(reader, store_path, **scope) as h:
+            assert reader.recall(h, CHANGE_QUESTION, k=3) == [CHANGE[1][0]]
