@@ -208,3 +208,26 @@ def test_keyword_search_reaches_k_past_its_shortlist(memory: Memory) -> None:
     want = [m for m, _ in everything if ids[m] >= 50][:2]
     got = memory.store.keyword_search(memory.tenant_id, "kw", "garden irrigation report", sf, 2)
     assert [m for m, _ in got] == want and len(want) == 2
+
+
+def test_the_replica_keeps_a_bounded_number_of_filtered_keys(memory: Memory) -> None:
+    """A caller naming ever new metadata keys costs the replica at most ``MAX_COLUMNS`` columns: the
+    least recently filtered key goes first, and answers stay the same after its column is rebuilt."""
+    from portamem.read.metacols import MAX_COLUMNS
+
+    memory.save_memory("Fuel the rocket before the launch", user_id="u", metadata={"project": "apollo", "k7": 1})
+    memory.save_memory("Pack the rocket launch checklist", user_id="u", metadata={"project": "gemini"})
+    memory.flush()
+
+    def found(meta: dict[str, Any]) -> list[str]:
+        hits = memory.search_memory("rocket launch", user_id="u", filters={"metadata": meta}, sources=("vector",))
+        return [h.record.content for h in hits]
+
+    assert found({"project": "apollo"}) == ["Fuel the rocket before the launch"]
+    columns = memory.vectors._users[(memory.tenant_id, "u")].meta._cols
+    for i in range(MAX_COLUMNS * 3):
+        assert found({f"k{i}": 1}) == (["Fuel the rocket before the launch"] if i == 7 else [])
+        assert found({"project": "gemini"}) == ["Pack the rocket launch checklist"]  # used all along: kept
+        assert len(columns) <= MAX_COLUMNS
+    assert ("project",) in columns and ("k7",) not in columns
+    assert found({"k7": 1}) == ["Fuel the rocket before the launch"]

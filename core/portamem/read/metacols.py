@@ -13,14 +13,20 @@ May import: the data model.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from ..filters import MetadataCondition, MetadataFilter
+from ..filters import METADATA_MAX_CONDITIONS, MetadataCondition, MetadataFilter
 
-__all__ = ["MetaColumns"]
+__all__ = ["MetaColumns", "MAX_COLUMNS"]
+
+#: the keys whose columns a user's replica keeps, the least recently filtered on dropped first: as many
+#: as one filter may name, so a filter's columns are never rebuilt while it is tested, and no more, so
+#: callers naming ever new keys cannot grow the replica without bound (each column is 13 bytes a row)
+MAX_COLUMNS = METADATA_MAX_CONDITIONS
 
 #: the kinds of a value: absent, null, boolean, number, string, anything else (a list, an object)
 MISSING, NULL, BOOL, NUMBER, STRING, OTHER = range(6)
@@ -109,7 +115,7 @@ class MetaColumns:
 
     def __init__(self) -> None:
         self.rows: list[Any] = []  # raw metadata per row (JSON text, a dict, or None)
-        self._cols: dict[tuple[str, ...], _Column] = {}
+        self._cols: OrderedDict[tuple[str, ...], _Column] = OrderedDict()
 
     def set(self, i: int, raw: Any) -> None:
         if i == len(self.rows):
@@ -138,6 +144,9 @@ class MetaColumns:
                 meta = self.rows[i] = parsed(raw)  # parsed once, whatever key comes next
                 col.set(i, _lookup(meta, path))
             self._cols[path] = col
+            while len(self._cols) > MAX_COLUMNS:
+                self._cols.popitem(last=False)
+        self._cols.move_to_end(path)
         return col
 
     def mask(self, f: MetadataFilter, n: int) -> np.ndarray:
