@@ -154,6 +154,35 @@ def test_a_request_without_a_key_is_answered_before_its_body_is_sent(server: Ser
     assert data.startswith(b"HTTP/1.1 401"), data[:200]
 
 
+def test_a_request_has_its_key_checked_once(memory: Memory) -> None:
+    """The guard checks the key and hands its principal to the route: one key lookup a request, for a
+    read, a write with a body, an unknown route (404 with a key) and either header."""
+    from fastapi.testclient import TestClient
+
+    from portamem.server.app import ServerState, create_app
+
+    keys = KeyStore(memory.settings.resolved_db_url)
+    _, token = keys.create("once")
+    state = ServerState(memory, keys, open_access=False)
+    checked: list[str] = []
+    lookup = state.key_cache.lookup
+    state.key_cache.lookup = lambda t: (checked.append(t), lookup(t))[1]  # type: ignore[method-assign]
+    calls = [("GET", "/v1/whoami", {}, 200),
+             ("POST", "/v1/memories", {"json": {"user_id": "u", "content": "The kiln fires on Fridays."}}, 201),
+             ("POST", "/v1/search", {"json": {"user_id": "u", "query": "kiln"}}, 200),
+             ("GET", "/v1/nowhere", {}, 404)]
+    try:
+        with TestClient(create_app(state)) as client:
+            for header in ({"Authorization": f"Bearer {token}"}, {"X-API-Key": token}):
+                for method, path, kwargs, status in calls:
+                    before = len(checked)
+                    assert client.request(method, path, headers=header, **kwargs).status_code == status, path
+                    assert checked[before:] == [token], (path, len(checked) - before)
+            assert client.get("/v1/nowhere").status_code == 401
+    finally:
+        keys.close()
+
+
 class _Received:
     """A receive() that counts how much of the body the application side asked for."""
 

@@ -13,7 +13,8 @@ reads run in worker threads. Errors leave as ``{"error": {"type", "message"}}`` 
 In front of the routes (``limits.Guard``): the Host allow-list (421), the body limit (413), the key
 (401, from the headers before any byte of a body is read) and the bytes all requests hold at once
 (429); around everything, the request metrics (``metrics.Measured``).
-Keys are checked from memory (``auth.KeyCache``): a request with a known key makes no query.
+Keys are checked from memory (``auth.KeyCache``), once a request (by the guard, whose principal the
+routes take): a request with a known key makes no query.
 """
 
 # no `from __future__ import annotations`: FastAPI reads the route annotations, some of them local aliases
@@ -37,6 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..storage.actor import acting_as
 from ..errors import (
+    AuthenticationError,
     NotFoundError,
     PermissionDeniedError,
     PortamemError,
@@ -50,7 +52,7 @@ from ..write.requests import MemoryDraft, TurnRequest
 from . import schemas as s
 from .auth import Principal
 from .inspector import mount_inspector
-from .limits import MAX_IMPORT_BYTES, Guard, spool_import
+from .limits import MAX_IMPORT_BYTES, PRINCIPAL, Guard, spool_import
 from .metrics import CONTENT_TYPE_LATEST, Measured, Metrics
 from .state import ServerState
 
@@ -170,13 +172,14 @@ def create_app(state: ServerState) -> FastAPI:
                        authenticate=state.check, budget=state.budget)
     app.add_middleware(Measured, metrics=metrics)  # type: ignore[arg-type]
 
-    async def principal(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    async def principal(_: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
                         request: Request) -> Principal:
-        token = creds.credentials if creds is not None else request.headers.get("x-api-key")
-        who = state.lookup(token)  # from memory: a known key costs no query and no thread hop
-        if who is not None:
-            return who
-        return await asyncio.get_running_loop().run_in_executor(state.auth_pool, state.authenticate, token)
+        """The key the guard checked before the body was read (``limits.Guard``); ``_bearer`` names the
+        scheme in the OpenAPI schema."""
+        who = request.scope.get("state", {}).get(PRINCIPAL)
+        if who is None:
+            raise AuthenticationError("this server needs an API key (Authorization: Bearer pm_...)")
+        return who
 
     Who = Annotated[Principal, Depends(principal)]
 

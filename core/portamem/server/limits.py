@@ -16,7 +16,8 @@
 - **Key first**: every route but the public ones (``PUBLIC``: health, the schema, ``/ui``, whose
   forms carry a session cookie and are held to ``UI_BODY_BYTES``) needs its key checked from the
   headers before one byte of the body is read: a request without a valid key is answered 401 at once
-  and its body is dropped unread by the HTTP server as it arrives, so it costs no memory.
+  and its body is dropped unread by the HTTP server as it arrives, so it costs no memory. The
+  principal found is handed to the route (``request.state.principal``), which does not check the key again.
 - **Bytes in flight** (``Budget``): the bodies of every request together, from the moment they are
   read until the request is answered (parsing and handling cost a multiple of a body), stay within
   ``Settings.server_max_inflight_bytes``. A request that would pass it waits, without reading its
@@ -49,7 +50,7 @@ from ..errors import (
 from ..portable import wire
 from ..portable.transfer import EXPORT_FORMAT
 
-__all__ = ["Budget", "Guard", "HostPolicy", "LOOPBACK_NAMES", "MAX_IMPORT_BYTES", "PUBLIC", "host_name",
+__all__ = ["Budget", "Guard", "HostPolicy", "LOOPBACK_NAMES", "MAX_IMPORT_BYTES", "PRINCIPAL", "PUBLIC", "host_name",
            "request_token", "spool_import"]
 
 Scope = MutableMapping[str, Any]
@@ -69,6 +70,8 @@ PUBLIC = frozenset({"/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redire
 #: the inspector (``/ui``) logs in with a key posted in a form and then goes by a session cookie that it
 #: checks itself: its forms are small, so its bodies are held to this
 UI_BODY_BYTES = 64 * 1024
+#: where the guard leaves the checked key's principal for the route (``request.state.principal``)
+PRINCIPAL = "principal"
 #: how long a request waits for room in the bytes-in-flight budget before its 429
 BUDGET_WAIT_S = 5.0
 #: the longest first line of an import read before it is judged (a portamem-export header is ~300 bytes)
@@ -263,10 +266,11 @@ class Guard:
                 return
         if self.authenticate is not None and not is_public(path):
             try:  # from the headers alone: nothing of the body was read
-                await self.authenticate(request_token(headers))
+                who = await self.authenticate(request_token(headers))
             except PortamemError as exc:
                 await self._refuse(scope, send, exc)
                 return
+            scope["state"] = {**(scope.get("state") or {}), PRINCIPAL: who}  # the route's, unchecked again
         if path in self.streamed:
             # a streamed route holds a spool's worth in memory at most, whatever its size
             await self._held(scope, send, min(IMPORT_SPOOL_MEMORY, limit if declared is None else max(declared, 0)),
