@@ -70,3 +70,19 @@ async def test_portamem_mcp_on_stdio_over_a_server(server: object) -> None:
         record = mem.get_memory(saved["memory_id"], user_id="dana")
         assert record.tenant_id == "mcp-tenant"
         assert {h["actor"] for h in mem.history(record.memory_id, user_id="dana")} == {key.split("_")[1]}
+
+
+async def test_the_tools_over_a_server_read_as_the_keys_agent(server: object, user: str) -> None:
+    """Over a server, the tools' reads are the key's: an agent key finds its agent's memories and the
+    shared layer's, never another agent's, and explains none of those."""
+    from portamem import RemoteMemory
+
+    with RemoteMemory(server.url, server.key("mcp-agents")) as admin:  # type: ignore[attr-defined]
+        shared = admin.save_memory("The studio's kiln fires on Fridays.", user_id=user, wait=True)
+        theirs = admin.save_memory("The studio's kiln door sticks.", user_id=user, agent_id="support", wait=True)
+    with RemoteMemory(server.url, server.key("mcp-agents", agents=["sales"])) as sales:  # type: ignore[attr-defined]
+        async with Client(build_mcp(sales, user_id=user)) as client:
+            found = payload(await client.call_tool("search_memory", {"query": "the studio's kiln", "top_k": 5}))
+            assert [m["memory_id"] for m in found["memories"]] == [shared.memory_id]
+            hidden = await client.call_tool("explain_memory", {"memory_id": theirs.memory_id})
+            assert hidden.is_error and "NotFoundError" in hidden.content[0].text  # type: ignore[attr-defined]

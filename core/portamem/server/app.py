@@ -196,10 +196,11 @@ def create_app(state: ServerState) -> FastAPI:
             return await q.run(fn, user=None if user_id is None else (who.tenant_id, user_id), tenant=who.tenant_id)
 
     async def on_memory(who: Principal, user_id: str, ids: Sequence[str], call: Any,
-                        key_namespace: str | None = None) -> Any:
+                        key_namespace: str | None = None, reading: bool = False) -> Any:
         """Run ``call`` (an awaitable factory) for memories of ``user_id``; 404 alike for missing and out of scope.
         A key bound to agents acts only on its agents' own memories (``portamem.write.scope``): never the
-        shared layer's nor another agent's. With ``key_namespace``, ``ids`` are keys of that namespace."""
+        shared layer's nor another agent's; ``reading``, it reads the shared layer's too (``Principal.may_read``).
+        With ``key_namespace``, ``ids`` are keys of that namespace."""
         if not who.may_act_for(user_id):
             raise _not_found(ids)
         try:
@@ -208,7 +209,7 @@ def create_app(state: ServerState) -> FastAPI:
                     lambda: [mem.get_memory(i, user_id=user_id, tenant_id=who.tenant_id) if key_namespace is None
                              else mem.get_by_key(i, user_id=user_id, key_namespace=key_namespace,
                                                  tenant_id=who.tenant_id) for i in ids])
-                if any(r.agent_id not in who.agents for r in held):
+                if any(not who.may_read(r) if reading else r.agent_id not in who.agents for r in held):
                     raise _not_found(ids)
             return await call()
         except NotFoundError:
@@ -217,6 +218,11 @@ def create_app(state: ServerState) -> FastAPI:
     def tenant_wide(who: Principal, what: str) -> None:
         if not who.tenant_wide:
             raise PermissionDeniedError(f"{what} needs a key for the whole tenant; {who.key_id} is bound to users")
+
+    def every_agent(who: Principal, what: str) -> None:
+        if who.agents is not None:
+            raise PermissionDeniedError(f"{what} needs a key of every agent; {who.key_id} is bound to agents "
+                                        f"{sorted(who.agents)}")
 
     # ------------------------------------------------------------------ service
     @app.get("/v1/health", tags=["service"])
@@ -315,7 +321,7 @@ def create_app(state: ServerState) -> FastAPI:
             extra["trace"] = trace
         hits = await read(
             who, "read.search", mem.search_memory, body.query, user_id=body.user_id, tenant_id=who.tenant_id,
-            filters=body.filters, top_k=body.top_k, window_session=body.window_session, shown=body.shown,
+            filters=who.reading(body.filters), top_k=body.top_k, window_session=body.window_session, shown=body.shown,
             weights=body.weights, touch=body.touch, **extra,
         )
         out: dict[str, Any] = {"hits": [wire.dump_hit(h) for h in hits]}
@@ -331,7 +337,7 @@ def create_app(state: ServerState) -> FastAPI:
         """One user's memories in insertion order (active only unless ``filters`` says otherwise)."""
         who.check_user(body.user_id)
         records = await read(who, "read.list", mem.list_memories, user_id=body.user_id, tenant_id=who.tenant_id,
-                             filters=body.filters, limit=body.limit, offset=body.offset)
+                             filters=who.reading(body.filters), limit=body.limit, offset=body.offset)
         return {"records": [wire.dump_record(r) for r in records]}
 
     UserQ = Annotated[str, Query(min_length=1, max_length=256)]
@@ -340,7 +346,7 @@ def create_app(state: ServerState) -> FastAPI:
     async def get(memory_id: str, user_id: UserQ, who: Who) -> dict[str, Any]:
         record = await on_memory(who, user_id, [memory_id], lambda: read(
             who, "read.get", mem.get_memory, memory_id, user_id=user_id, tenant_id=who.tenant_id,
-            detail={"memory_id": memory_id}))
+            detail={"memory_id": memory_id}), reading=True)
         return wire.dump_record(record)
 
     @app.get("/v1/memories/{memory_id}/history", tags=["memories"])
@@ -348,7 +354,7 @@ def create_app(state: ServerState) -> FastAPI:
         """The audit trail of one memory."""
         rows = await on_memory(who, user_id, [memory_id], lambda: read(
             who, "read.history", mem.history, memory_id, user_id=user_id, tenant_id=who.tenant_id,
-            detail={"memory_id": memory_id}))
+            detail={"memory_id": memory_id}), reading=True)
         return {"history": wire.dump_history(rows)}
 
     @app.get("/v1/memories/{memory_id}/explain", tags=["memories"])
@@ -356,7 +362,7 @@ def create_app(state: ServerState) -> FastAPI:
         """When and from which turn a memory was written, its trust and weight, and the searches that returned it."""
         why = await on_memory(who, user_id, [memory_id], lambda: read(
             who, "read.explain", mem.explain, memory_id, user_id=user_id, tenant_id=who.tenant_id,
-            detail={"memory_id": memory_id}))
+            detail={"memory_id": memory_id}), reading=True)
         return {**why.to_dict(), "record": wire.dump_record(why.record)}
 
     # ------------------------------------------------------------------ change
@@ -448,7 +454,8 @@ def create_app(state: ServerState) -> FastAPI:
         """The memory stored under (key_namespace, key)."""
         record = await on_memory(who, user_id, [key], lambda: read(
             who, "read.get_by_key", mem.get_by_key, key, user_id=user_id, key_namespace=key_namespace,
-            tenant_id=who.tenant_id, detail={"key": key, "key_namespace": key_namespace}))
+            tenant_id=who.tenant_id, detail={"key": key, "key_namespace": key_namespace}),
+            key_namespace=key_namespace, reading=True)
         return wire.dump_record(record)
 
     @app.delete("/v1/keyed", tags=["keyed"])
@@ -465,7 +472,7 @@ def create_app(state: ServerState) -> FastAPI:
         """One user's keyed memories in a namespace or below it, in write order."""
         who.check_user(body.user_id)
         records = await read(who, "read.list_keyed", mem.list_keyed, user_id=body.user_id,
-                             key_namespace=body.key_namespace, filters=body.filters, limit=body.limit,
+                             key_namespace=body.key_namespace, filters=who.reading(body.filters), limit=body.limit,
                              offset=body.offset, tenant_id=who.tenant_id)
         return {"records": [wire.dump_record(r) for r in records]}
 
@@ -542,7 +549,7 @@ def create_app(state: ServerState) -> FastAPI:
         findings = await read(who, "read.audit", mem.audit_scan, user_id=body.user_id, tenant_id=who.tenant_id,
                               since=body.since, window=timedelta(hours=body.window_hours), factor=body.factor,
                               include_quarantined=body.include_quarantined)
-        return {"findings": [wire.dump_finding(f) for f in findings]}
+        return {"findings": [wire.dump_finding(f) for f in findings if who.may_read(f.record)]}
 
     @app.post("/v1/maintain", tags=["tenant"])
     async def maintain(body: s.MaintainRequest, who: Who) -> dict[str, Any]:
@@ -582,6 +589,7 @@ def create_app(state: ServerState) -> FastAPI:
             tenant_wide(who, "an export of the whole tenant")
         else:
             who.check_user(user_id)
+        every_agent(who, "an export")
         pipe = _Pipe()
         outcome: dict[str, BaseException] = {}
 
@@ -623,6 +631,7 @@ def create_app(state: ServerState) -> FastAPI:
         ``trusted`` keeps the file's source, trust and status (a restore of the tenant's own backup)."""
         who.check_write()
         tenant_wide(who, "an import")
+        every_agent(who, "an import")  # the file's records name any agent
         # line by line as it arrives: the header judged first, no line held whole (limits.spool_import)
         spool = await spool_import(request.stream(), max_bytes=MAX_IMPORT_BYTES, max_line=state.max_body_bytes)
 

@@ -5,6 +5,10 @@ A key reads ``pm_<key id>_<secret>``: the id is public (it names the key in the 
 in constant time. The table lives in the store's own record database, so keys travel with backups
 and a second process (``portamem keys create`` beside a running server) sees the same rows.
 
+A key bound to agents writes as one of them (``Principal.agent_for``) and reads one of its agents'
+private memories and the shared layer (``Principal.reading``, ``Principal.may_read``), never another
+agent's; naming another agent is refused (403).
+
 A key may carry scopes beyond its tenant: ``admin`` (the all-tenant views: ``/v1/stats`` of every
 tenant, ``/metrics``) and ``debug`` (a search's candidate table, ``search --debug``).
 
@@ -23,7 +27,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..errors import AuthenticationError, NotFoundError, PermissionDeniedError, StoreOpenError, ValidationError
+from ..filters import for_agent
+from ..records import MemoryRecord
 
 __all__ = ["ApiKey", "Principal", "KeyStore", "KeyCache", "LOCAL_PRINCIPAL_ID", "SCOPES", "parse_key"]
 
@@ -104,14 +110,29 @@ class Principal:
             raise PermissionDeniedError(f"API key {self.key_id} is read-only")
 
     def agent_for(self, agent_id: str | None) -> str | None:
-        """The agent a write is made as: the key's only agent by default, never one outside its set."""
+        """The agent a write or a read is made as: the key's only agent by default, never one outside its set."""
         if self.agents is None:
             return agent_id
         if agent_id is None and len(self.agents) == 1:
             return next(iter(self.agents))
         if agent_id not in self.agents:
-            raise PermissionDeniedError(f"API key {self.key_id} may write as agents {sorted(self.agents)} only")
+            raise PermissionDeniedError(f"API key {self.key_id} may act as agents {sorted(self.agents)} only"
+                                        + ("" if agent_id is not None else ": name one (agent_id)"))
         return agent_id
+
+    def reading(self, filters: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """A read's ``filters`` narrowed to what the key may read: one of its agents' private memories and
+        the shared layer (``for_agent``; which agent as ``agent_for`` says); unchanged for a key of every agent."""
+        if self.agents is None:
+            return filters
+        named = (filters or {}).get("agent_id")
+        if named is not None and not isinstance(named, str):
+            raise ValidationError(f"filter 'agent_id' must be a string, got {type(named).__name__}")
+        return for_agent(filters, self.agent_for(named))  # type: ignore[return-value]
+
+    def may_read(self, record: MemoryRecord) -> bool:
+        """Whether the key may read ``record`` of a user in its scope: its agents' own or the shared layer's."""
+        return self.agents is None or record.agent_id is None or record.agent_id in self.agents
 
     @property
     def tenant_wide(self) -> bool:

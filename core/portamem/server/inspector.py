@@ -6,8 +6,10 @@ id in an ``HttpOnly``, ``SameSite=Strict`` cookie scoped to ``/ui`` (no key in a
 reach or in browser storage). Every request authenticates the session's key again (from the key
 cache), so a revoked key closes its sessions within half a second. A change (confirm, reject, restore, logout) is a POST that must
 carry the session's CSRF token and, where the browser sends one, a same-origin ``Origin``; it runs
-through the write queue as its key, so the audit names the key that did it. Pages send a CSP that
-allows no inline script or style, a second wall behind the escaping of ``pages.el``.
+through the write queue as its key, so the audit names the key that did it. A key bound to agents
+reads here what it reads over the API (one of its agents' memories and the shared layer) and changes
+only its agents' own. Pages send a CSP that allows no inline script or style, a second wall behind the
+escaping of ``pages.el``.
 """
 
 from __future__ import annotations
@@ -264,7 +266,7 @@ def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Writ
         if params.get("type") and params["type"] not in {t.value for t in MemoryType}:
             raise ValidationError(f"unknown type {params['type']!r}")
         records = await read(who, "read.list", mem.list_memories, user_id=user, tenant_id=who.tenant_id,
-                             filters=timeline_filters(params), limit=TIMELINE_LIMIT)
+                             filters=who.reading(timeline_filters(params)), limit=TIMELINE_LIMIT)
         windows: dict[str, Any] = {}
         if params.get("type") in (None, "", "working") and not any(
                 params.get(k) for k in ("status", "agent", "since", "until")):
@@ -280,7 +282,8 @@ def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Writ
             raise ValidationError("say which user (?user=...)")
         if not query.strip():
             return pages.search_page(user, "", None, "", **fr)
-        hits = await read(who, "read.search", mem.search_memory, query, user_id=user, tenant_id=who.tenant_id)
+        hits = await read(who, "read.search", mem.search_memory, query, user_id=user, tenant_id=who.tenant_id,
+                          filters=who.reading(None))
         return pages.search_page(user, query, hits, format_memories(hits), **fr)
 
     @page_route("/ui/memory")
@@ -288,8 +291,14 @@ def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Writ
         user, memory_id = params.get("user", ""), params.get("id", "")
         if not user or not memory_id:
             raise ValidationError("say which user and memory (?user=...&id=...)")
-        why = await read(who, "read.explain", mem.explain, memory_id, user_id=user, tenant_id=who.tenant_id,
-                         detail={"memory_id": memory_id})
+
+        def readable(user_id: str) -> Any:
+            why = mem.explain(memory_id, user_id=user_id, tenant_id=who.tenant_id)
+            if not who.may_read(why.record):
+                raise NotFoundError(f"no memory {memory_id!r}")
+            return why
+
+        why = await read(who, "read.explain", readable, user_id=user, detail={"memory_id": memory_id})
         return pages.explanation_page(user, why, **fr)
 
     @page_route("/ui/review")
@@ -299,8 +308,9 @@ def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Writ
             raise ValidationError("say which user (?user=...)")
         findings = await read(who, "read.audit", mem.audit_scan, user_id=user, tenant_id=who.tenant_id,
                               include_quarantined=True)
+        findings = [f for f in findings if who.may_read(f.record)]
         rejected = await read(who, "read.list", mem.list_memories, user_id=user, tenant_id=who.tenant_id,
-                              filters={"statuses": [Status.DELETED.value]}, limit=200)
+                              filters=who.reading({"statuses": [Status.DELETED.value]}), limit=200)
         rejected.sort(key=lambda r: r.deleted_at or r.updated_at, reverse=True)
         return pages.review_page(user, findings, rejected, **fr)
 
@@ -309,6 +319,13 @@ def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Writ
         "reject": lambda who, user, mid: mem.forget_memory([mid], user_id=user, tenant_id=who.tenant_id),
         "restore": lambda who, user, mid: mem.restore_memory(mid, user_id=user, tenant_id=who.tenant_id),
     }
+
+    def acted(who: Principal, user: str, mid: str, action: str) -> Any:
+        """``action`` on a memory the key may change: a key bound to agents only its agents' own."""
+        if who.agents is not None and mem.get_memory(mid, user_id=user, tenant_id=who.tenant_id).agent_id \
+                not in who.agents:
+            raise NotFoundError(f"no memory {mid!r}")
+        return actions[action](who, user, mid)
 
     @app.post("/ui/act", include_in_schema=False)
     async def act(request: Request) -> Response:
@@ -322,7 +339,7 @@ def mount_inspector(app: FastAPI, state: ServerState, *, read: Read, write: Writ
             who.check_write()
             if not who.may_act_for(user):
                 raise NotFoundError(f"no memory {mid!r}")
-            await write(who, lambda: actions[action](who, user, mid), user_id=user)
+            await write(who, lambda: acted(who, user, mid, action), user_id=user)
         except AuthenticationError:
             return _to_login()
         except PortamemError as exc:
