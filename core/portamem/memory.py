@@ -649,9 +649,10 @@ class Memory:
     ) -> int:
         """Read an export back, all or nothing; vectors of another model are recomputed with this one.
 
-        ``on_conflict`` decides about ids the same tenant and user already hold: ``"error"`` aborts
-        the import, ``"skip"`` or ``"replace"``. An id another owner holds never touches that owner's
-        record: the imported one gets a fresh id. Every record is guarded and redacted again; the
+        ``on_conflict`` decides about ids and keys the record's own scope (tenant, user and agent)
+        already holds: ``"error"`` aborts the import, ``"skip"`` or ``"replace"``. An id another scope
+        holds never touches that scope's record: the imported one gets a fresh id; a key another
+        agent scope holds is not replaced (``PermissionDeniedError``). Every record is guarded and redacted again; the
         file's source, trust and status count only when ``trusted`` (a restore of one's own backup).
         """
         self._check_open()

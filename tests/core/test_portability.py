@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import json
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
 from portamem import ImportFormatError, Memory, Settings
+from portamem.errors import PermissionDeniedError
 
 FACTS = [
     "My name is Lena Fischer and I teach chemistry in Graz.",
@@ -386,3 +388,73 @@ def test_a_keyed_record_meets_the_owners_key_as_a_conflict(memory: Memory) -> No
     assert memory.import_(io.StringIO(text), on_conflict="replace") == 1
     assert memory.get_by_key("theme", user_id="u", key_namespace=("prefs",)).content == "Theme: light."
     assert [r.memory_id for r in memory.list_memories(user_id="u")] == ["d" * 32] and rec.memory_id != "d" * 32
+
+
+# ---------------------------------------------------------------------------- ids of other agent scopes
+def _as_sales(mem: Memory, user: str, **changes: Any) -> str:
+    """``user``'s export, its one record rewritten as agent sales' with ``changes``."""
+    lines = _lines_of(_export_text(mem, user_id=user))
+    record = json.loads(lines[1])["record"]
+    record.update(agent_id="sales", content="Sales' note: the customer wants a discount.", embedding=None, **changes)
+    return _sealed([lines[0], json.dumps({"record": record})])
+
+
+@pytest.mark.parametrize("on_conflict", ["error", "skip", "replace"])
+def test_an_id_of_another_agent_gets_a_fresh_id(memory: Memory, on_conflict: str) -> None:
+    theirs = memory.save_memory("Support's note: call the customer back on Monday.", user_id="u", agent_id="support")
+    text = _as_sales(memory, "u")
+    assert memory.import_(io.StringIO(text), on_conflict=on_conflict) == 1
+    kept = memory.get_memory(theirs.memory_id, user_id="u")
+    assert (kept.agent_id, kept.content) == ("support", theirs.content)
+    [mine] = [r for r in memory.list_memories(user_id="u") if r.agent_id == "sales"]
+    assert mine.memory_id != theirs.memory_id and mine.metadata["imported_id"] == theirs.memory_id
+    assert [e["action"] for e in memory.history(theirs.memory_id, user_id="u")] == ["save"]
+    # the same file again meets sales' own record
+    if on_conflict == "error":
+        with pytest.raises(ImportFormatError, match="already exist"):
+            memory.import_(io.StringIO(text))
+    else:
+        assert memory.import_(io.StringIO(text), on_conflict=on_conflict) == (0 if on_conflict == "skip" else 1)
+    assert len(memory.list_memories(user_id="u")) == 2
+    assert memory.get_memory(theirs.memory_id, user_id="u").content == theirs.content
+
+
+def test_a_key_another_agent_holds_is_never_replaced(memory: Memory) -> None:
+    theirs = memory.save_memory("Support's callback day: Monday.", user_id="u", agent_id="support", key="callback")
+    text = _as_sales(memory, "u", memory_id="c" * 32)
+    with pytest.raises(ImportFormatError, match="already exist"):
+        memory.import_(io.StringIO(text))
+    assert memory.import_(io.StringIO(text), on_conflict="skip") == 0
+    with pytest.raises(PermissionDeniedError, match="agent 'support'.*own scope only"):
+        memory.import_(io.StringIO(text), on_conflict="replace")
+    assert [(r.memory_id, r.content) for r in memory.list_memories(user_id="u")] == [(theirs.memory_id, theirs.content)]
+
+
+def test_an_export_read_back_into_its_scope_keeps_its_cold_ids(memory: Memory) -> None:
+    cold = memory.save_memory("The boiler was serviced in March 2020.", user_id="u", agent_id="home")
+    memory.set_tier([cold.memory_id], "cold", user_id="u")
+    text = _export_text(memory, user_id="u")
+    with pytest.raises(ImportFormatError, match="already exist"):
+        memory.import_(io.StringIO(text))
+    assert memory.import_(io.StringIO(text), on_conflict="skip") == 0
+    assert memory.import_(io.StringIO(text), on_conflict="replace") == 1
+    every_tier = {"tiers": ["hot", "warm", "cold"]}
+    assert [(r.memory_id, r.tier.value, r.content) for r in memory.list_memories(user_id="u", filters=every_tier)] \
+        == [(cold.memory_id, "cold", cold.content)]
+
+
+def test_the_cli_import_leaves_another_agents_record_alone(tmp_path, embedder) -> None:
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    with Memory(settings=Settings(path=str(store)), embedder=embedder) as mem:
+        theirs = mem.save_memory("Support's note: call the customer back on Monday.", user_id="u", agent_id="support")
+        (tmp_path / "sales.jsonl").write_text(_as_sales(mem, "u"), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "portamem", "--path", str(store), "import",
+                           str(tmp_path / "sales.jsonl"), "--on-conflict", "replace"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with Memory(settings=Settings(path=str(store)), embedder=embedder) as mem:
+        assert mem.get_memory(theirs.memory_id, user_id="u").content == theirs.content
+        assert sorted(r.agent_id for r in mem.list_memories(user_id="u")) == ["sales", "support"]

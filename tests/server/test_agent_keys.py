@@ -6,6 +6,7 @@ the shared layer, over the API and in the inspector, never another agent's."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import Callable
 
@@ -126,3 +127,28 @@ def test_the_inspector_shows_an_agent_key_its_agents_memories_only(server: Serve
                                          "action": "reject"})
         assert acted.status_code == 404
     assert admin.get_memory(theirs.memory_id, user_id=user).status.value == theirs.status.value
+
+
+def test_an_import_over_http_never_replaces_another_agents_record(
+        server: ServerProcess, connect: Callable[..., RemoteMemory], user: str) -> None:
+    from portamem.portable.transfer import export_lines
+
+    admin = connect(server.key("agent-import"))
+    theirs = admin.save_memory("Support's callback day: Monday.", user_id=user, agent_id="support", key="callback",
+                               wait=True)
+    out = io.StringIO()
+    admin.export(out, user_id=user)
+    header, line = (json.loads(x) for x in out.getvalue().splitlines()[:2])
+
+    def as_sales(**changes: object) -> io.StringIO:
+        record = {**line["record"], "agent_id": "sales", "content": "Sales' callback day: Friday.", "embedding": None,
+                  **changes}
+        return io.StringIO("".join(export_lines(header, [record])))
+
+    assert admin.import_(as_sales(key=None, key_namespace=""), on_conflict="replace") == 1  # the same id
+    with pytest.raises(PermissionDeniedError, match="own scope only"):
+        admin.import_(as_sales(memory_id="c" * 32), on_conflict="replace")  # the same key
+    kept = admin.get_by_key("callback", user_id=user)
+    assert (kept.memory_id, kept.agent_id, kept.content) == (theirs.memory_id, "support", theirs.content)
+    [sales] = [r for r in admin.list_memories(user_id=user) if r.agent_id == "sales"]
+    assert sales.memory_id != theirs.memory_id and sales.metadata["imported_id"] == theirs.memory_id

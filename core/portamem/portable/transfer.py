@@ -14,9 +14,11 @@ redaction again. Its ``source``, ``trust`` and ``status`` are the file's only in
 trust, the web source) but never release or raise one, and the metadata keys the write path owns
 (``portamem.write.validation.RESERVED_METADATA_KEYS``: guard verdicts, redactions and sealed
 originals, trust notes, how a memory was written) are dropped, not believed; a trusted restore keeps
-them as the file has them (the guard and redaction still run again and add their own). A record whose id another tenant or user
-holds is given a fresh id derived from its owner and the file's id (kept in
-``metadata["imported_id"]``); the other owner's record is neither touched nor reported.
+them as the file has them (the guard and redaction still run again and add their own). A record whose id another
+scope holds (another tenant, user, or agent of the user: ``portamem.write.scope``) is given a fresh id
+derived from its owner and the file's id (kept in ``metadata["imported_id"]``); the other scope's record
+is neither touched nor reported. Only a record's own scope meets ``on_conflict``, its cold records too,
+so an export read back into its scope keeps every id.
 """
 
 from __future__ import annotations
@@ -34,13 +36,14 @@ from typing import IO, Any
 
 from ..background.upkeep import index_now
 from ..components import Components
-from ..errors import ImportFormatError, PortamemError, StoreError, ValidationError
+from ..errors import ImportFormatError, PermissionDeniedError, PortamemError, StoreError, ValidationError
 from ..filters import SearchFilters
 from ..records import DEFAULT_TRUST, IMPORTED_ID_KEY, TRUST_RANK, MemoryRecord, Source, Status, Tier, Turn, from_iso, \
     utcnow
 from ..write import validation as check
 from ..write.privacy import redact_turn
 from ..write.save import screen, stricter, write_context
+from ..write.scope import same_scope
 from ..write.validation import ProgressFactory, check_key, join_namespace
 
 __all__ = ["export_jsonl", "export_lines", "import_jsonl", "parse_export", "EXPORT_FORMAT", "EXPORT_VERSION", "IMPORTED_ID_KEY"]
@@ -176,8 +179,9 @@ def import_jsonl(
 ) -> int:
     """Read an export back (all or nothing). Vectors of another model are recomputed with this one.
 
-    ``on_conflict`` decides about an id the same tenant and user already hold: ``"error"`` aborts
-    the import, ``"skip"`` keeps the stored record, ``"replace"`` replaces it. ``trusted`` marks a
+    ``on_conflict`` decides about an id or key the record's own scope (tenant, user and agent) already
+    holds: ``"error"`` aborts the import, ``"skip"`` keeps the stored record, ``"replace"`` replaces it
+    (``_settle_ids``: another scope's record is never replaced). ``trusted`` marks a
     restore of one's own backup: the file's source, trust and status are kept (guard and redaction
     still apply).
     """
@@ -234,27 +238,38 @@ def _derived_id(record: MemoryRecord, file_id: str, attempt: int) -> str:
     return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:32]
 
 
+def _held(parts: Components, records: Sequence[MemoryRecord]) -> dict[str, MemoryRecord]:
+    """The stored records (hot, warm or cold) that the records' ids name among their own tenants' and users'."""
+    by_owner: dict[tuple[str, str], list[str]] = {}
+    for r in records:
+        by_owner.setdefault((r.tenant_id, r.user_id), []).append(r.memory_id)
+    held: dict[str, MemoryRecord] = {}
+    for (tenant, user), ids in by_owner.items():
+        held.update(parts.store.get(tenant, user, ids))
+        held.update((c.memory_id, c) for c in parts.store.cold_records(tenant, user, ids, vectors=False))
+    return held
+
+
 def _settle_ids(
     parts: Components, records: list[MemoryRecord], on_conflict: str
 ) -> tuple[list[MemoryRecord], dict[tuple[str, str], list[str]]]:
-    """Give every record an id free of other owners; apply ``on_conflict`` to the owner's own ids.
+    """Give every record an id free of other scopes; apply ``on_conflict`` to its own scope's ids and keys.
 
-    Whether an id is held by another tenant or user never changes the outcome a caller can see
-    beyond the fresh id itself: no error, no skip, no count.
+    A scope is a tenant, a user and an agent (``portamem.write.scope.same_scope``): an id another
+    scope holds gets the record a fresh one, so an import never replaces another scope's record, while
+    an export read back into its own scope keeps every id. Whether an id is held by another tenant or
+    user never changes the outcome a caller can see beyond the fresh id itself: no error, no skip, no
+    count. A key (one per user) held by another agent scope of the user cannot move aside: it is a
+    conflict as any other, and ``"replace"`` refuses it (``PermissionDeniedError``).
     """
     pending = records
     for attempt in range(8):
         taken = parts.store.taken_ids([r.memory_id for r in pending])
         if not taken:
             break
-        own: set[str] = set()
-        by_scope: dict[tuple[str, str], list[MemoryRecord]] = {}
-        for r in pending:
-            if r.memory_id in taken:
-                by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
-        for (tenant, user), group in by_scope.items():
-            own.update(parts.store.get(tenant, user, [r.memory_id for r in group]))
-        foreign = [r for r in pending if r.memory_id in taken and r.memory_id not in own]
+        held = _held(parts, [r for r in pending if r.memory_id in taken])
+        foreign = [r for r in pending if r.memory_id in taken
+                   and not (r.memory_id in held and same_scope(r, held[r.memory_id]))]
         if not foreign:
             break
         for r in foreign:
@@ -264,21 +279,23 @@ def _settle_ids(
         pending = foreign
     else:
         raise StoreError("could not find free ids for the imported records; nothing was imported")
-    # the owner's own records each imported one would replace: the same id, or the same key
+    # the own scope's records each imported one would replace: the same id, or the same key
     clashes: dict[int, set[str]] = {}
-    by_scope_all: dict[tuple[str, str], list[MemoryRecord]] = {}
+    held = _held(parts, records)
     for r in records:
-        by_scope_all.setdefault((r.tenant_id, r.user_id), []).append(r)
-    for (tenant, user), group in by_scope_all.items():
-        held = parts.store.get(tenant, user, [r.memory_id for r in group])
-        for r in group:
-            ids = {r.memory_id} if r.memory_id in held else set()
-            if r.key is not None:
-                keyed = parts.store.get_by_key(tenant, user, r.key_namespace or "", r.key)
-                if keyed is not None:
-                    ids.add(keyed.memory_id)
-            if ids:
-                clashes[id(r)] = ids
+        ids = {r.memory_id} if r.memory_id in held else set()
+        if r.key is not None:
+            keyed = parts.store.get_by_key(r.tenant_id, r.user_id, r.key_namespace or "", r.key)
+            if keyed is not None:
+                if on_conflict == "replace" and not same_scope(r, keyed):
+                    raise PermissionDeniedError(
+                        f"key {r.key!r} (namespace {r.key_namespace!r}) of user {r.user_id!r} is held by "
+                        f"{'the shared layer' if keyed.agent_id is None else 'agent ' + repr(keyed.agent_id)}, "
+                        f"the imported record is {'shared' if r.agent_id is None else 'agent ' + repr(r.agent_id)}'s: "
+                        "an import replaces records of their own scope only; nothing was imported")
+                ids.add(keyed.memory_id)
+        if ids:
+            clashes[id(r)] = ids
     if clashes and on_conflict == "error":
         ids = sorted(m for v in clashes.values() for m in v)
         raise ImportFormatError(f"{len(ids)} memories already exist for their users (e.g. {ids[0]}, by id or key); "
