@@ -83,6 +83,63 @@ def act_of(sentence: str) -> str:
     return "statement"
 
 
+#: a comma or semicolon between two clauses of one sentence
+_CLAUSE = re.compile(r"(?<=[,，;；、])\s*|\s+(?=[-–—]\s)")
+#: a clause that leans on another rather than stating anything itself: a condition, a cause, a topic
+#: ("if we move", "given my budget", "as for the hotel", "如果下雨"), a word about the asking itself ("quick
+#: question", "我想问一下") or the assistant ("hope you're well", "你觉得")
+_LEANS = re.compile(
+    r"^(?:if|when|whenever|unless|because|since|as|although|though|while|before|after|until|once|given|"
+    r"considering|regarding|about|for|with|without|in case|as for|what about|how about|and|but|or|so|also|"
+    r"plus|then|otherwise|apart from|besides|except)\b"
+    r"|\b(?:question|wonder(?:ing)?|ask(?:ing)?|curious|you|your|you're)\b"
+    r"|^(?:如果|要是|假如|假设|万一|因为|虽然|尽管|除非|关于|至于|对于|为了|还有|另外|而且|但是|不过|所以|那么|然后)"
+    r"|问一下|请问|想问|想知道|问题|好奇|你", re.I)
+#: a verb the clause is stated with: English needs one ("my sister is vegetarian", "it's a Trek FX 3")
+_FINITE = re.compile(r"\b(?:am|is|are|was|were|be|been|have|has|had|do|does|did|will|would|can|could|"
+                     r"should|must|may|might|shall|got|get|keep|keeps|need|needs|want|wants|like|likes|love|"
+                     r"loves|hate|hates|live|lives|work|works|own|owns|use|uses|eat|eats|go|goes)\b|'(?:s|re|m|ve|ll|d)\b"
+                     r"|\b(?:i|we|he|she|they|it)\s+\w+(?:ed|s)\b", re.I)
+
+
+#: a question about what the clause before it says ("my husband wants a boiling water tap, is it worth
+#: it?"): the statement is what is asked about, not news
+_BACK = re.compile(r"\b(?:it|that|this|those|these|them|one|ones)\b|它|这个|那个|这些|那些|这样|那样", re.I)
+#: a field and its value, the thing a request acts on ("订单号CZ2024-778", "order no. 4471")
+_FIELD = re.compile(r"^[^\W\d_]{1,12}\s*(?:no\.?|number|#|号|码)?\s*[:：]?\s*[A-Za-z]*\d[\w-]*$", re.I)
+
+
+def _states_alone(clause: str) -> bool:
+    """Whether a clause of a question or a request states something by itself."""
+    c = clause.strip(" \t,，;；、-–—")
+    if act_of(c) != "statement" or _LEANS.search(c) or _FIELD.match(c):
+        return False
+    cjk = len(re.findall(r"[\u4e00-\u9fff]", c))
+    return cjk >= 3 if cjk else len(re.findall(r"[^\W\d_]+", c)) >= 3 and bool(_FINITE.search(c))
+
+
 def utterances(text: str) -> list[tuple[str, str]]:
-    """Each sentence of ``text`` with its act."""
-    return [(s, act_of(s)) for s in sentences(text)]
+    """Each sentence of ``text`` with its act; a question or a request that also states something in a
+    clause of its own ("my sister is vegetarian btw, anywhere good near the hotel?", "帮我找找充电桩，
+    公司在望京SOHO") gives that clause as a statement and the rest as the question or request."""
+    out: list[tuple[str, str]] = []
+    for sentence in sentences(text):
+        act = act_of(sentence)
+        clauses = [c for c in _CLAUSE.split(sentence) if c.strip()] if act in ("question", "request") else []
+        stated = [_states_alone(c) for c in clauses]
+        asks_back = any(not alone and _BACK.search(c) for c, alone in zip(clauses, stated))
+        if len(clauses) < 2 or not any(stated) or all(stated) or asks_back:
+            out.append((sentence, act))
+            continue
+        rest: list[str] = []
+        for clause, alone in zip(clauses, stated):
+            if alone:
+                if rest:
+                    out.append((" ".join(rest).strip(), act))
+                    rest = []
+                out.append((clause.strip().rstrip(",，;；、").strip(), "statement"))
+            else:
+                rest.append(clause.strip())
+        if rest:
+            out.append((" ".join(rest).strip(), act))
+    return out

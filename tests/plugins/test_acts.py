@@ -1,0 +1,47 @@
+"""Dialogue acts by rule: a question or a request that also states something keeps what it states."""
+
+from __future__ import annotations
+
+import pytest
+from portamem_plugins.acts import utterances
+
+from portamem import Memory
+
+
+@pytest.mark.parametrize(("text", "stated"), [
+    ("my sister is vegetarian btw, anywhere good near the hotel?", ["my sister is vegetarian btw"]),
+    ("My bike's gears keep slipping, it's a Trek FX 3, any idea why?", ["My bike's gears keep slipping", "it's a Trek FX 3"]),
+    ("Can you book a table for 4, we are vegans", ["we are vegans"]),
+    ("帮我找找公司附近的充电桩，公司在望京SOHO", ["公司在望京SOHO"]),
+    ("婚纱照想去厦门拍，你觉得怎么样？", ["婚纱照想去厦门拍"]),
+])
+def test_a_clause_that_states_something_is_a_statement(text: str, stated: list[str]) -> None:
+    acts = utterances(text)
+    assert [s for s, act in acts if act == "statement"] == stated
+    assert any(act in ("question", "request") for _, act in acts), "the question or request stays one"
+
+
+@pytest.mark.parametrize("text", [
+    "my husband wants a boiling water tap, is it worth it?",  # the question is about what the clause says
+    "If I move to Paris, will my rent go up?",
+    "For dinner tonight, what do you suggest?",
+    "Given my budget, what can I afford?",
+    "Hope you're well, can you check my order?",
+    "I have a question, what time is it?",
+    "Tom, can you help?",
+    "What is my budget, again?",
+    "我想问一下，明天会下雨吗？",
+    "如果下雨，我们还去吗？",
+    "帮我查一下瓷砖的物流，订单号CZ20240331-778",
+])
+def test_a_clause_that_leans_on_the_question_stays_in_it(text: str) -> None:
+    assert [act for _, act in utterances(text)] in (["question"], ["request"])
+
+
+def test_the_statement_in_a_question_is_remembered_and_the_question_is_not(memory: Memory) -> None:
+    memory.add_turn("my sister is vegetarian btw, anywhere good near the hotel?", "Try Jardim 23, all veggie.",
+                    user_id="u", session_id="s")
+    memory.flush()
+    contents = [r.content for r in memory.list_memories(user_id="u")]
+    assert "my sister is vegetarian btw" in contents
+    assert not any("?" in c for c in contents)
