@@ -85,8 +85,14 @@ class Statement:
 
 def content_words(text: str) -> frozenset[str]:
     """The words of a value or attribute that carry its meaning, stemmed crudely (plural and -ing
-    forms fold together), without stopwords."""
-    return frozenset(_stem(t) for t in tokenize(text) if t not in STOPWORDS and t not in _FILLER)
+    forms fold together), without stopwords or a pronoun's or auxiliary's contraction ("we're", "I've",
+    "don't": two texts sharing one share no topic)."""
+    return frozenset(_stem(t) for t in tokenize(text) if t not in STOPWORDS and t not in _FILLER
+                     and not _CONTRACTION.search(t))
+
+
+#: the end of a contracted function word ("we're", "I'm", "they've", "you'll", "he'd", "isn't")
+_CONTRACTION = re.compile(r"['’](?:re|ve|m|ll|d|t)$")
 
 
 #: the relation prefix of a statement that no longer holds ("no longer has": "I sold the car")
