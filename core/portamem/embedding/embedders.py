@@ -439,7 +439,7 @@ class _Worker:
 
     def __init__(self, ref: str) -> None:
         builtin = ref.startswith("st:") or ref.startswith(__name__ + ":")
-        package = os.path.dirname(os.path.abspath(__file__))
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # portamem/, above embedding/
         path = [p for p in sys.path if p and os.path.isdir(p)]
         env = {**os.environ, **_ONE_THREAD, "PYTHONPATH": os.pathsep.join(path)}
         self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, package, ref, "1" if builtin else "0"],
