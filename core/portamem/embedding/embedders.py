@@ -372,6 +372,12 @@ _serve(sys.argv[2])
 """
 
 
+def package_dir() -> str:
+    """The directory of the ``portamem`` package a worker stands its bootstrap on (wherever this module
+    sits inside it)."""
+    return os.path.dirname(os.path.abspath(sys.modules[__name__.split(".")[0]].__file__ or ""))
+
+
 def default_workers() -> int:
     """Worker processes by default: one per core this process may run on."""
     try:
@@ -439,7 +445,7 @@ class _Worker:
 
     def __init__(self, ref: str) -> None:
         builtin = ref.startswith("st:") or ref.startswith(__name__ + ":")
-        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # portamem/, above embedding/
+        package = package_dir()
         path = [p for p in sys.path if p and os.path.isdir(p)]
         env = {**os.environ, **_ONE_THREAD, "PYTHONPATH": os.pathsep.join(path)}
         self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, package, ref, "1" if builtin else "0"],
