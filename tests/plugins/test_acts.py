@@ -45,3 +45,15 @@ def test_the_statement_in_a_question_is_remembered_and_the_question_is_not(memor
     contents = [r.content for r in memory.list_memories(user_id="u")]
     assert "my sister is vegetarian btw" in contents
     assert not any("?" in c for c in contents)
+
+
+@pytest.mark.parametrize("run", ["哈", "哦", "嗯"])
+def test_a_long_run_of_a_chinese_interjection_is_read_in_linear_time(run: str) -> None:
+    import time
+
+    from portamem_plugins.acts import is_small_talk
+
+    assert is_small_talk(run * 3) and is_small_talk(run * 2 + "好吧。")
+    started = time.process_time()
+    assert not is_small_talk(run * 20_000 + "，吗？")  # quadratic: ~18 s; linear: milliseconds
+    assert time.process_time() - started < 2.0
