@@ -99,6 +99,11 @@ export class ModelTimeoutError extends ModelError {}
 export class ModelUnavailableError extends ModelError {}
 /** The model server refused the request or answered with something that is not a chat completion. */
 export class ModelResponseError extends ModelError {}
+/**
+ * The model server refused the request (HTTP 4xx but 408 and 429: a wrong key, an unknown model, a bad
+ * request): asking again will not help until a setting changes, so the server's rules took over at once.
+ */
+export class ModelRefusedError extends ModelResponseError {}
 
 type ErrorClass = new (message: string, details?: ErrorDetails) => PortamemError;
 
@@ -130,6 +135,7 @@ export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.freeze
   ModelTimeoutError,
   ModelUnavailableError,
   ModelResponseError,
+  ModelRefusedError,
 });
 
 /** The class of an answer without a readable error body (a proxy's page, say), by its status. */
