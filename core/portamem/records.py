@@ -137,6 +137,13 @@ DEFAULT_TRUST: dict[Source, Trust] = {
 TRUST_RANK: dict[Trust, int] = {Trust.LOW: 0, Trust.MEDIUM: 1, Trust.HIGH: 2}
 
 
+def as_trusted(newer: MemoryRecord, older: MemoryRecord) -> bool:
+    """Whether ``newer`` is at least as trusted as ``older``: only then may it replace or outdate it, on
+    the write path and in the prompt alike (a web page's "it moved to Tuesday" never retires what the user
+    or a tool said)."""
+    return TRUST_RANK[newer.trust] >= TRUST_RANK[older.trust]
+
+
 def new_memory_id() -> str:
     return uuid.uuid4().hex
 

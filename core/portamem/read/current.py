@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..records import TRUST_RANK, SearchHit
+from ..records import SearchHit, as_trusted
 from ..language.statements import content_words
 from ..language.text import normalize
 from ..language.vocabulary import AMOUNT as _AMOUNT
@@ -153,7 +153,7 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
         # a less trusted line never takes a more trusted one's place (a web page's date does not hide
         # the date the user said), as in the prompt's own outdating
         newer = [n for n in holders.values() if n.hit.record.created_at > older.hit.record.created_at
-                 and TRUST_RANK[n.hit.record.trust] >= TRUST_RANK[older.hit.record.trust] and _replaces(n, older)]
+                 and as_trusted(n.hit.record, older.hit.record) and _replaces(n, older)]
         if newer:
             outdated[older.hit.memory_id] = max(newer, key=lambda n: n.hit.record.created_at).hit.memory_id
     if not outdated:

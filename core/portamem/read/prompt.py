@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, SearchHit, from_iso, utcnow
+from ..records import OUTDATED_KEY, REPLACED_KEY, MemoryRecord, SearchHit, as_trusted, from_iso, utcnow
 from ..language.statements import content_words, same_slot, statements_of
 from ..language.text import clip, has_cjk
 from ..language.vocabulary import CHANGE as _CHANGE
@@ -141,7 +141,7 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
     n, o = newer.record, older.record
     if n.created_at <= o.created_at or n.memory_id == o.memory_id:
         return False
-    if TRUST_RANK[n.trust] < TRUST_RANK[o.trust]:  # an outdating carries the lower trust: a web page's
+    if not as_trusted(n, o):  # an outdating carries the lower trust: a web page's
         return False  # "it moved to Tuesday" never hides what the user or a tool said
     link = o.metadata.get(OUTDATED_KEY)  # the write path's review found the newer replaces a part of it
     if isinstance(link, dict) and link.get("by") == n.memory_id:

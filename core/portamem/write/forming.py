@@ -22,7 +22,7 @@ from ..components import Components
 from ..language.entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import Decision, FormationTurn, WriteContext
-from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, Trust, Turn
+from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, as_trusted, MemoryType, Source, Status, Trust, Turn
 from ..language.statements import content_words, statements_of
 from ..language.text import same_passage
 from ..language.vocabulary import CHANGE_OR_FORMER as _CHANGE
@@ -365,7 +365,7 @@ def _apply_one(decision: Decision, statement: MemoryRecord | None, target: Memor
             return "the target is no longer current"
         part = _clauses_about(target, statement) or _names_beside(target, statement)
         if part:  # the target says more than what changed: outdated in part, its other facts still recalled
-            if TRUST_RANK[statement.trust] < TRUST_RANK[target.trust]:
+            if not as_trusted(statement, target):
                 return (f"a {statement.trust.value}-trust statement does not outdate the "
                         f"{target.trust.value}-trust target")
             _outdate_part(target, statement, part, out.superseded)
@@ -377,7 +377,7 @@ def _apply_one(decision: Decision, statement: MemoryRecord | None, target: Memor
     if decision.action == "outdate":
         if target.metadata.get(OUTDATED_KEY, {}).get("by") == statement.memory_id:
             return None
-        if TRUST_RANK[statement.trust] < TRUST_RANK[target.trust]:  # as supersession's own partial outdating
+        if not as_trusted(statement, target):  # as supersession's own partial outdating
             return f"a {statement.trust.value}-trust statement does not outdate the {target.trust.value}-trust target"
         _outdate_part(target, statement, [decision.part or target.content[:200]], out.superseded)
         return None

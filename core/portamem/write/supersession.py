@@ -53,8 +53,8 @@ from ..components import Components
 from ..language.entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
-from ..records import OUTDATED_KEY, PENDING_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, MemoryType, Source, Status, \
-    to_iso, utcnow
+from ..records import OUTDATED_KEY, PENDING_KEY, REPLACED_KEY, MemoryRecord, MemoryType, Source, Status, \
+    as_trusted, to_iso, utcnow
 from ..language.statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, content_words, same_slot, same_value, \
     statements_of
 from ..language.text import tokenize
@@ -296,7 +296,7 @@ def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
                 elif decision == "update":
                     # a less trusted newer outdates nothing, not even in part: _update holds it
                     part = _replaced_part(older, statements_of(newer)) \
-                        if TRUST_RANK[newer.trust] >= TRUST_RANK[older.trust] else None
+                        if as_trusted(newer, older) else None
                     if part is not None:
                         _outdate_part(older, newer, part, out)
                     else:
@@ -353,7 +353,7 @@ def _outdate_part(older: MemoryRecord, newer: MemoryRecord, part: Sequence[str],
 def _update(parts: Components, older: MemoryRecord, newer: MemoryRecord, out: Supersessions) -> None:
     """The newer outdates the older, unless it is less trusted than the older: then it waits (a link
     carries the lower trust of its two ends, so a less trusted value never retires a more trusted one)."""
-    if TRUST_RANK[newer.trust] < TRUST_RANK[older.trust]:
+    if not as_trusted(newer, older):
         newer.status = Status.PENDING
         newer.metadata["trust"] = {"pending": "contradicts high trust", "contradicts": [older.memory_id],
                                    "reason": f"another value of a statement of {older.memory_id}"}
