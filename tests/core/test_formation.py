@@ -469,3 +469,49 @@ def test_close_waits_for_a_model_call_a_bounded_time_and_the_next_open_forms_its
         assert [r["state"] for r in rows(again)] == [FORMED] * 2
     finally:
         again.close()
+
+
+@pytest.mark.parametrize(("newer", "older", "part"), [
+    # a change that names the older's name again (or its short form) beside a name of its own
+    ("Also switched to Hoka Clifton, the Brooks were giving me blisters.", "I run in Brooks Ghost by the way, love them",
+     ["I run in Brooks Ghost by the way"]),
+    ("Hazelwood Barn double booked us, so we're going with Oakley Manor instead",
+     "We've booked Hazelwood Barn as the venue, and the caterer is Rosa's", ["We've booked Hazelwood Barn as the venue"]),
+    # a longer name is another thing (the shop's plan, not the shop), an article is no name, no change word,
+    # no name of its own, another person
+    ("also I upgraded to Stride Plus, £4.99 a month", "hi, I ordered running shoes from Stride last week", None),
+    ("the gig fell through, so we're playing The Crown instead", "I play bass in a covers band called The Loose Ends", None),
+    ("Oakley Manor looks lovely in the photos", "We've booked Hazelwood Barn as the venue", None),
+    ("we cancelled Hazelwood Barn", "We've booked Hazelwood Barn as the venue", None),
+    ("My father switched to Hoka Clifton, the Brooks hurt him", "I run in Brooks Ghost", None),
+])
+def test_a_change_that_names_the_older_name_outdates_its_clause(newer: str, older: str, part: list[str] | None) -> None:
+    from portamem.records import MemoryRecord
+    from portamem.write.forming import names_replaced
+
+    def said(text: str) -> MemoryRecord:
+        return MemoryRecord(content=text, user_id="ana", tenant_id="t")
+
+    assert names_replaced(said(newer), said(older)) == part
+
+
+def test_the_newer_name_answers_in_the_older_place_and_the_older_keeps_its_other_facts(memory: Memory) -> None:
+    from datetime import datetime, timezone
+
+    from portamem.recall import recall
+
+    day = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    memory.add_turn("I run in Brooks Ghost, got them at Runners Need in Leeds", "Nice.", user_id="ana",
+                    session_id="a", created_at=day)
+    memory.add_turn("I cook a lot of Thai food at home", "Yum.", user_id="ana", session_id="a", created_at=day)
+    memory.add_turn("Also switched to Hoka Clifton, the Brooks were giving me blisters.", "Ouch.", user_id="ana",
+                    session_id="b", created_at=day + timedelta(days=30))
+    memory.flush(60)
+    older = next(r for r in memory.list_memories(user_id="ana") if "Brooks Ghost" in r.content)
+    assert older.status is Status.ACTIVE and older.metadata["outdated"]["by"]
+    shoes = [h.content for h in recall(memory, "Which shoes do I run in these days?", user_id="ana", session_id="c",
+                                       now=day + timedelta(days=31))]
+    assert shoes and "Hoka Clifton" in shoes[0] and not any("Brooks Ghost" in c for c in shoes)
+    shop = [h.content for h in recall(memory, "Where did I get them at, Runners Need?", user_id="ana",
+                                      session_id="c", now=day + timedelta(days=31))]
+    assert any("Runners Need" in c for c in shop)

@@ -146,8 +146,11 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
     link = o.metadata.get(OUTDATED_KEY)  # the write path's review found the newer replaces a part of it
     if isinstance(link, dict) and link.get("by") == n.memory_id:
         # only for a question about what changed: its words, or the kind of value it asks for
+        replaced = n.metadata.get(REPLACED_KEY)
+        part = replaced.get("value") if isinstance(replaced, dict) and replaced.get("memory_id") == o.memory_id else None
         return asked is None or bool(content_words(n.content) & asked) \
-            or (kind is not None and bool(_QUANTITY.search(n.content)))
+            or (kind is not None and bool(_QUANTITY.search(n.content))) \
+            or (isinstance(part, str) and bool(content_words(part) & asked))
     changed = [c for c in _CLAUSE.split(n.content) if c and _CHANGE.search(c)]
     if not changed:
         return False

@@ -115,6 +115,11 @@ def rule_decisions(statements: Sequence[MemoryRecord],
                                     "rules: another value of what it states", "; ".join(part) if part else None))
             elif verdict == "repeat":
                 out.append(Decision(s.memory_id, "noop", c.memory_id, "rules: the same statement again"))
+            elif verdict is None and (named := names_replaced(s, c)) is not None:
+                verdict = "outdate"
+                out.append(Decision(s.memory_id, "outdate", c.memory_id,
+                                    "rules: another name in place of one it names again",
+                                    "; ".join(named)))
             elif verdict is None and (why := changes(s, c)) is not None \
                     and not (_clauses_about(c, s) or _names_beside(c, s)):
                 # an older line holding other facts is left to the read path, which shows the newer in
@@ -195,6 +200,46 @@ def changes(newer: MemoryRecord, older: MemoryRecord) -> str | None:
     if len(_distinct(shared)) >= 2 and _CHANGE.search(newer.content) and not _CHANGE.search(older.content):
         return f"a change of {', '.join(sorted(shared)[:3])}"
     return None
+
+
+#: a name: capitalised words in a row, not at the start of a sentence ("Brooks Ghost", "The Loose Ends")
+_NAMES = re.compile(r"(?<=[a-z,;:] )[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*")
+
+
+def _names(text: str) -> set[str]:
+    """The names a text gives, lower-case, without a leading article ("the loose ends" is "loose ends")."""
+    out = set()
+    for m in _NAMES.finditer(text):
+        words = m.group(0).lower().split()
+        while words and not content_words(words[0]):
+            words = words[1:]
+        if words:
+            out.add(" ".join(words))
+    return out
+
+
+def _refers_to(name: str, older: str) -> bool:
+    """A newer name refers to an older one: the same, or its short form ("the Brooks" for "Brooks Ghost");
+    not a longer one ("Stride Plus" is another thing than the shop "Stride")."""
+    a, b = name.split(), older.split()
+    return any(b[i:i + len(a)] == a for i in range(len(b) - len(a) + 1))
+
+
+def names_replaced(newer: MemoryRecord, older: MemoryRecord) -> list[str] | None:
+    """The clauses of ``older`` whose name the newer says changed, beside a name of its own: "switched
+    to Hoka Clifton, the Brooks were giving me blisters" after "I run in Brooks Ghost" ("I run in Brooks
+    Ghost"), "Hazelwood Barn double booked us, so we're going with Oakley Manor" after "We've booked
+    Hazelwood Barn as the venue". The older keeps its other facts; None when the newer names none of
+    the older's names, names nothing new, or says no change."""
+    if older.type is MemoryType.EPISODIC or older.source is not Source.USER or _subjects(newer) != _subjects(older):
+        return None
+    mine, theirs = _names(newer.content), _names(older.content)
+    shared = {o for o in theirs if any(_refers_to(n, o) for n in mine)}
+    fresh = [n for n in mine if not any(_refers_to(n, o) for o in theirs)]
+    if not shared or not fresh or not _CHANGE.search(newer.content):
+        return None
+    clauses = [c.strip() for c in _CLAUSES.split(older.content) if c and c.strip()]
+    return [c for c in clauses if _names(c) & shared] or None
 
 
 def _clauses_about(older: MemoryRecord, newer: MemoryRecord) -> list[str] | None:
