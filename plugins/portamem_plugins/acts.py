@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .classify import is_explicit
+from .classify import is_choice, is_explicit
 
 __all__ = ["sentences", "act_of", "utterances", "is_small_talk"]
 
@@ -74,7 +74,7 @@ def is_small_talk(sentence: str) -> bool:
 def act_of(sentence: str) -> str:
     """"statement", "question", "request" or "smalltalk" (``portamem.pipeline.ACTS``)."""
     s = sentence.strip()
-    if is_explicit(s):
+    if is_explicit(s) or is_choice(s):
         return "statement"
     if is_small_talk(s):
         return "smalltalk"

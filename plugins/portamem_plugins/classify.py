@@ -62,8 +62,26 @@ def is_explicit(text: str) -> bool:
     return _EXPLICIT.search(text) is not None
 
 
+#: the user choosing among what was offered: a decision, though it opens as a request or ends like a
+#: reaction ("Let's take the Ryanair one at 9:40", "ok I'll go with the blue one", "那就豆腐猫砂吧", "还是选黑色吧")
+_CHOICE = re.compile(
+    r"^(?:(?:ok(?:ay)?|right|yes|yeah|yep|fine|great|perfect|cool|alright|hmm+)[\s,!.]+)*"
+    r"(?:let's|let us|we'll|i'll|we will|i will|i'd|we'd)\s+(?:take|go with|go for|pick|choose|stick with)\s+"
+    r"(?:the|that|this|a|an|one|\d|(?-i:[A-Z]))"
+    r"|^(?:(?:好的?|嗯+|行|那)[，,\s]*)*(?:那就|就|那还是|还是|干脆)(?:定|选|要|用|买|订|换)?"
+    r"(?!这样|那样|这么|那么|算了|好)[^，,。！？?]{2,14}(?:吧|了)[。！!~～]*$",
+    re.I,
+)
+
+
+def is_choice(text: str) -> bool:
+    """Whether the text is the user choosing among what was offered (``_CHOICE``)."""
+    text = text.strip()
+    return not text.endswith(("?", "？")) and _CHOICE.search(text) is not None
+
+
 def has_decision(text: str) -> bool:
-    return _DECISION.search(text) is not None
+    return _DECISION.search(text) is not None or is_choice(text)
 
 
 def has_strong_emotion(text: str) -> bool:

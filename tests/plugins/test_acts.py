@@ -57,3 +57,40 @@ def test_a_long_run_of_a_chinese_interjection_is_read_in_linear_time(run: str) -
     started = time.process_time()
     assert not is_small_talk(run * 20_000 + "，吗？")  # quadratic: ~18 s; linear: milliseconds
     assert time.process_time() - started < 2.0
+
+
+@pytest.mark.parametrize(("text", "choice"), [
+    # the user choosing among what was offered is a decision, though it opens as a request or ends like a reaction
+    ("Let's take the Ryanair one at 9:40", True),
+    ("ok I'll go with the blue one", True),
+    ("那就豆腐猫砂吧", True),
+    ("好的，那就不续了", True),
+    ("还是选黑色吧", True),
+    # a request, an intention, a back-reference or a close of the talk choose nothing
+    ("Let's get started", False),
+    ("I'll have a look", False),
+    ("let's go with it", False),
+    ("就这样吧", False),
+    ("好吧", False),
+])
+def test_a_choice_is_a_statement(text: str, choice: bool) -> None:
+    from portamem_plugins.classify import is_choice
+
+    assert is_choice(text) is choice
+    if choice:
+        assert [act for _, act in utterances(text)] == ["statement"]
+
+
+def test_a_request_that_opens_like_a_choice_stays_one() -> None:
+    assert [act for _, act in utterances("Let's get started")] == ["request"]
+    assert [act for _, act in utterances("Let's book a table for two at 8?")] == ["request"]
+
+
+def test_a_choice_is_remembered_and_recalled(memory: Memory) -> None:
+    from portamem.recall import recall
+
+    memory.add_turn("我家猫用什么猫砂好？", "豆腐猫砂和膨润土猫砂都可以，豆腐猫砂可以冲马桶。", user_id="li", session_id="a")
+    memory.add_turn("那就豆腐猫砂吧", "好的。", user_id="li", session_id="a")
+    memory.flush(60)
+    assert any("豆腐猫砂" in r.content for r in memory.list_memories(user_id="li"))
+    assert any("豆腐猫砂" in h.content for h in recall(memory, "我用什么猫砂？", user_id="li", session_id="b"))
