@@ -15,11 +15,19 @@ https://github.com/wg/wrk; without it the server rows are skipped (``--modes in-
 
     python benchmarks/cpu.py                                   # null-hash, both modes, 3 repeats
     python benchmarks/cpu.py --embedders null-hash,multilingual-e5-small-q4 --seconds 6
+    python benchmarks/cpu.py --modes in-process --stages       # and where each request's CPU goes
+
+``--stages`` repeats the in-process run with the request path's stages timed (``benchmarks/stages.py``:
+guard, redaction, extraction, triggers, SQL, outbox, embedding, review, formation's reconciliation
+probe, ...) and prints, per operation, each stage's CPU ms per request and share of the timed run's
+total, on the acknowledged path ("ack", the caller's thread) and in the background (indexer and
+formation threads, drained), beside the plain totals.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -38,6 +46,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from floor import CITIES, OPS, TOPICS, bodies, measure  # noqa: E402
+from stages import STAGES, Stages  # noqa: E402
 
 from portamem import Memory, Settings  # noqa: E402
 from portamem.embedding.embedders import get_embedder  # noqa: E402
@@ -67,9 +76,12 @@ def tree_cpu(pid: int) -> float:
 
 
 # ---------------------------------------------------------------------- in process
-def in_process(embedder: str, requests: int, users: int, folder: Path, workers: int | None) -> dict[str, float]:
-    """CPU ms per request of each operation, called one after another on one Memory."""
+def in_process(embedder: str, requests: int, users: int, folder: Path, workers: int | None,
+               stages: dict[str, dict[tuple[str, str], float]] | None = None) -> dict[str, float]:
+    """CPU ms per request of each operation, called one after another on one Memory; with ``stages``
+    (a dict to fill) the stages are timed too: per operation, (path, stage) -> CPU ms per request."""
     out: dict[str, float] = {}
+    timer = Stages() if stages is not None else None
     me = os.getpid()
     extra = {} if workers is None else {"embed_workers": workers}
     settings = Settings(path=str(folder), embedder=embedder, **extra)
@@ -80,18 +92,51 @@ def in_process(embedder: str, requests: int, users: int, folder: Path, workers: 
                 for i in range(80):
                     b = body(i)
                     mem.search_memory(b["query"], user_id=b["user_id"], top_k=5)
-            start = tree_cpu(me)
-            for i in range(requests):
-                b = body(i)
-                if op == "save":
-                    mem.save_memory(b["content"], user_id=b["user_id"])
-                elif op == "add_turn":
-                    mem.add_turn(b["user"], b["assistant"], user_id=b["user_id"], session_id=b["session_id"])
-                else:
-                    mem.search_memory(b["query"], user_id=b["user_id"], top_k=5)
-            mem.flush()
-            out[op] = (tree_cpu(me) - start) * 1000 / requests
+            with timer or contextlib.nullcontext():
+                before = timer.snapshot() if timer is not None else {}
+                start = tree_cpu(me)
+                for i in range(requests):
+                    b = body(i)
+                    if op == "save":
+                        mem.save_memory(b["content"], user_id=b["user_id"])
+                    elif op == "add_turn":
+                        mem.add_turn(b["user"], b["assistant"], user_id=b["user_id"], session_id=b["session_id"])
+                    else:
+                        mem.search_memory(b["query"], user_id=b["user_id"], top_k=5)
+                mem.flush()
+                out[op] = (tree_cpu(me) - start) * 1000 / requests
+                if timer is not None and stages is not None:
+                    after = timer.snapshot()
+                    stages[op] = {k: (v - before.get(k, 0.0)) * 1000 / requests for k, v in after.items()
+                                  if v - before.get(k, 0.0) > 0}
+                    stages[op][("all", "total (timed run)")] = out[op]
     return out
+
+
+def print_stages(runs: list[dict[str, dict[tuple[str, str], float]]], plain: dict[str, float] | None) -> None:
+    """Each stage's CPU ms per request (median of the runs) and share of the timed total, per operation."""
+    order = list(STAGES)
+    for op in OPS:
+        total = statistics.median(r[op][("all", "total (timed run)")] for r in runs)
+        keys = {k for r in runs for k in r[op] if k[0] != "all"}
+        med = {k: statistics.median(r[op].get(k, 0.0) for r in runs) for k in keys}
+        plain_s = f", untimed {plain[op]:.2f}" if plain else ""
+        print(f"\n{op}: CPU ms per request by stage, medians of {len(runs)} (timed total {total:.2f}{plain_s})")
+        print(f"  {'path':<11} {'stage':<44} {'ms/req':>7} {'share':>6}")
+        for path in ("ack", "background"):
+            rows = sorted((k for k in keys if k[0] == path), key=lambda k: order.index(k[1]))
+            staged = 0.0
+            for k in rows:
+                staged += med[k]
+                if med[k] >= 0.005:
+                    print(f"  {path:<11} {k[1]:<44} {med[k]:7.3f} {med[k] / total:6.1%}")
+            if path == "ack":
+                ack = staged
+        other = total - sum(med.values())
+        print(f"  {'':<11} {'staged, acknowledged path':<44} {ack:7.3f} {ack / total:6.1%}")
+        print(f"  {'':<11} {'staged, background':<44} {sum(med.values()) - ack:7.3f} "
+              f"{(sum(med.values()) - ack) / total:6.1%}")
+        print(f"  {'':<11} {'other (unstaged, both paths)':<44} {other:7.3f} {other / total:6.1%}")
 
 
 # ---------------------------------------------------------------------- through the server
@@ -199,6 +244,8 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=500)
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--workers", type=int, default=None, help="embed_workers (default: the setting's default)")
+    ap.add_argument("--stages", action="store_true",
+                    help="also time the request path's stages (an extra in-process run per repetition)")
     ap.add_argument("--json", help="write every run's figures to this file")
     args = ap.parse_args()
     modes = args.modes.split(",")
@@ -209,17 +256,21 @@ def main() -> None:
     results: dict[str, Any] = {}
     for name in args.embedders.split(","):
         requests = args.requests or (1000 if name == "null-hash" else 150)
-        floors, local, remote = [], [], []
+        floors, local, remote, staged = [], [], [], []
         for rep in range(args.repeats):  # interleaved: each repetition runs floor, in process, server
             with tempfile.TemporaryDirectory(prefix="portamem-cpu-") as tmp:
                 floors.append(measure(get_embedder(name), requests=requests, users=args.users, folder=tmp))
                 if "in-process" in modes:
                     local.append(in_process(name, requests, args.users, Path(tmp) / "local", args.workers))
+                if args.stages:
+                    staged.append({})
+                    in_process(name, requests, args.users, Path(tmp) / "staged", args.workers, stages=staged[-1])
                 if "server" in modes:
                     remote.append(served(name, args.seconds, args.users, args.connections, Path(tmp), args.workers))
             loads.append(os.getloadavg()[0])
             print(f"  {name}: repetition {rep + 1} done, load {loads[-1]:.1f}", file=sys.stderr, flush=True)
-        results[name] = {"floor": floors, "in-process": local, "server": remote}
+        results[name] = {"floor": floors, "in-process": local, "server": remote,
+                         "stages": [{op: {"/".join(k): v for k, v in run[op].items()} for op in run} for run in staged]}
         floor = {op: statistics.median(f[op] for f in floors) for op in OPS}
         print(f"\n{name}: CPU ms per request, medians of {args.repeats} (load {min(loads):.1f}-{max(loads):.1f}, "
               f"{os.cpu_count()} CPUs)")
@@ -235,6 +286,8 @@ def main() -> None:
                 print(f"{op:<14} {'server':<11} {v:10.2f} {floor[op]:7.3f} {v / floor[op]:7.1f}   "
                       f"{med['window']:7.2f} {med['rps']:7.0f} {med['p50']:7.1f} {med['p99']:7.1f} "
                       f"{int(sum(r[op]['errors'] for r in remote)):6d} {med['client']:6.2f}")
+        if staged:
+            print_stages(staged, {op: statistics.median(r[op] for r in local) for op in OPS} if local else None)
     if args.json:
         Path(args.json).write_text(json.dumps({"loads": loads, "results": results}, indent=1))
 
