@@ -4,6 +4,7 @@ ask to remember ("please remember that I ...", "记住 ...") is a statement what
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .classify import is_choice, is_explicit
@@ -124,6 +125,11 @@ def utterances(text: str) -> list[tuple[str, str]]:
     """Each sentence of ``text`` with its act; a question or a request that also states something in a
     clause of its own ("my sister is vegetarian btw, anywhere good near the hotel?", "帮我找找充电桩，
     公司在望京SOHO") gives that clause as a statement and the rest as the question or request."""
+    return list(_utterances(text))
+
+
+@functools.lru_cache(maxsize=1024)  # one write reads a message several times; the acts depend on the text alone
+def _utterances(text: str) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
     for sentence in sentences(text):
         act = act_of(sentence)
@@ -144,4 +150,4 @@ def utterances(text: str) -> list[tuple[str, str]]:
                 rest.append(clause.strip())
         if rest:
             out.append((" ".join(rest).strip(), act))
-    return out
+    return tuple(out)

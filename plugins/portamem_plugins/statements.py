@@ -13,6 +13,7 @@ read from, which becomes its memory's text.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -459,6 +460,17 @@ def _replaced(after: str, value: str) -> str | None:
 
 def extract_statements(text: str) -> list[Statement]:
     """The statements of ``text``, each with its clause as ``Statement.text``, in order, without repeats."""
+    return list(_statements(text))
+
+
+#: texts whose statements are kept: one write reads the same message several times (its capture, the
+#: triggers' attribute values, the clause's own extraction, formation's look), and the reading depends
+#: on the text alone (``Statement`` is frozen, the list is copied)
+TEXT_CACHE = 1024
+
+
+@functools.lru_cache(maxsize=TEXT_CACHE)
+def _statements(text: str) -> tuple[Statement, ...]:
     found: list[Statement] = []
     for sentence, act in utterances(text):
         body = _strip_lead(sentence)
@@ -490,4 +502,4 @@ def extract_statements(text: str) -> list[Statement]:
             if not any(s.attribute == stated.attribute and s.value == stated.value and s.polarity == stated.polarity
                        for s in found):
                 found.append(stated)
-    return found
+    return tuple(found)

@@ -6,6 +6,7 @@ or an explicit ask."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from portamem import hookimpl
@@ -89,6 +90,11 @@ def _states_something(text: str) -> bool:
 
 @hookimpl
 def portamem_write_trigger(text: str, context: WriteContext) -> TriggerVote | None:
+    return _vote(text)
+
+
+@functools.lru_cache(maxsize=1024)  # a turn's message is voted on twice (its stress, then what is kept of it)
+def _vote(text: str) -> TriggerVote | None:
     reasons: list[str] = []
     strength = 0.0
     explicit = is_explicit(text)

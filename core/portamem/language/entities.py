@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .text import STOPWORDS, normalize
@@ -41,6 +42,11 @@ def normalize_entity(text: str) -> str:
 
 def extract_entities(text: str) -> list[str]:
     """Entities in order of appearance, normalised (lowercase, NFKC), without duplicates."""
+    return list(_entities(text))
+
+
+@functools.lru_cache(maxsize=1024)  # one write reads a message several times (extractor, triggers)
+def _entities(text: str) -> tuple[str, ...]:
     found: list[tuple[int, int, str]] = []
     for pattern in _PATTERNS:
         found.extend((m.start(), m.end(), m.group(0)) for m in pattern.finditer(text))
@@ -78,4 +84,4 @@ def extract_entities(text: str) -> list[str]:
         if len(entity) >= 2 and entity not in seen:
             seen.add(entity)
             out.append(entity)
-    return out
+    return tuple(out)
