@@ -11,6 +11,7 @@ out the rows that quote what it purges and an erasure every row of the user (``d
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,10 +20,19 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from . import fast
 from .schema import FORMED, FORMING, formation_t
 
 __all__ = ["QueuedTurn", "enqueue", "pending", "mark_formed", "backlog", "waiting_upto", "last_pk", "prune",
            "drop_purged"]
+
+
+#: the queue's hot statements on SQLite (``fast``)
+_ENQUEUE = (f"INSERT INTO {formation_t.name} (tenant_id, user_id, session_id, queued_at, turn, memory_ids, state) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)")
+_PENDING = (f"SELECT pk, tenant_id, user_id, session_id, queued_at, turn, memory_ids FROM {formation_t.name} "
+            "WHERE state = ?")
+_FORMED = f"UPDATE {formation_t.name} SET state = ?, formed_at = ?, result = ? WHERE pk = ? AND state = ?"
 
 
 @dataclass(frozen=True)
@@ -44,11 +54,24 @@ def enqueue(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     if not rows:
         return
     now = time.time()
+    if conn.dialect.name == "sqlite":  # raw sqlite3 (``fast``), the values SQLAlchemy's JSON stores: on every turn
+        fast.executemany(conn, _ENQUEUE, [(r["tenant_id"], r["user_id"], r["session_id"], now, json.dumps(r["turn"]),
+                                           json.dumps(r["memory_ids"]), FORMING) for r in rows])
+        return
     conn.execute(formation_t.insert(), [{**r, "queued_at": now, "state": FORMING} for r in rows])
 
 
 def pending(engine: Engine, limit: int, *, after: int = 0, pks: Sequence[int] | None = None) -> list[QueuedTurn]:
     """The oldest turns still to form (``pks``: those of these rows that still are), in queue order."""
+    if engine.dialect.name == "sqlite":  # raw sqlite3 (``fast``): polled by the worker for every turn
+        keys = list(pks) if pks is not None else []
+        where = f" AND pk IN ({fast.marks(len(keys))})" if pks is not None else ""
+        with engine.connect() as conn:
+            got = fast.driver(conn).execute(f"{_PENDING} AND pk > ?{where} ORDER BY pk LIMIT {int(limit)}",
+                                            (FORMING, after, *keys)).fetchall()
+        return [QueuedTurn(pk, tenant_id, user_id, session_id, queued_at, dict(json.loads(turn) or {}),
+                           [str(m) for m in (json.loads(ids) or [])])
+                for pk, tenant_id, user_id, session_id, queued_at, turn, ids in got]
     q = sa.select(formation_t).where(formation_t.c.state == FORMING, formation_t.c.pk > after)
     if pks is not None:
         q = q.where(formation_t.c.pk.in_(list(pks)))
@@ -61,6 +84,8 @@ def pending(engine: Engine, limit: int, *, after: int = 0, pks: Sequence[int] | 
 def mark_formed(conn: Connection, pk: int, result: dict[str, Any]) -> bool:
     """Mark one turn formed in the transaction that applied its decisions; False when it already was
     (another worker formed it first: the caller rolls back)."""
+    if conn.dialect.name == "sqlite":  # raw sqlite3 (``fast``): once per formed turn
+        return bool(fast.driver(conn).execute(_FORMED, (FORMED, time.time(), json.dumps(result), pk, FORMING)).rowcount)
     done = conn.execute(formation_t.update().where(formation_t.c.pk == pk, formation_t.c.state == FORMING)
                         .values(state=FORMED, formed_at=time.time(), result=result))
     return bool(done.rowcount)
@@ -81,6 +106,10 @@ def last_pk(engine: Engine) -> int:
 
 def waiting_upto(engine: Engine, pk: int) -> int:
     """Turns queued at or before ``pk`` that are not formed yet (what ``flush`` waits for)."""
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as conn:
+            return int(fast.driver(conn).execute(f"SELECT count(*) FROM {formation_t.name} WHERE state = ? AND pk <= ?",
+                                                 (FORMING, pk)).fetchone()[0] or 0)
     with engine.connect() as conn:
         return int(conn.execute(sa.select(sa.func.count()).where(formation_t.c.state == FORMING,
                                                                   formation_t.c.pk <= pk)).scalar() or 0)

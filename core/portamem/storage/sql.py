@@ -39,6 +39,12 @@ from .schema import (
 
 __all__ = ["RecordStore"]
 
+#: the working window's hot statements on SQLite (``fast``)
+_ADD_TURN = ("INSERT INTO turns (tenant_id, user_id, session_id, user_text, assistant_text, created_at, metadata) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING pk")
+_TURNS = ("SELECT pk, user_text, assistant_text, created_at, metadata FROM turns "
+          "WHERE tenant_id = ? AND user_id = ? AND session_id = ? ORDER BY pk")
+
 
 def _without_vector(row: Any) -> Any:
     return SimpleNamespace(_mapping={**row._mapping, "embedding": None})
@@ -842,6 +848,10 @@ class RecordStore:
 
     # ---------------------------------------------------------------- working window
     def add_turn(self, conn: Connection, tenant_id: str, user_id: str, session_id: str, turn: Turn) -> int:
+        if self.is_sqlite:  # raw sqlite3 (``fast``): the write path's turn costs one statement, not Core's build
+            return int(fast.driver(conn).execute(_ADD_TURN, (tenant_id, user_id, session_id, turn.user, turn.assistant,
+                                                             ts_of(turn.created_at), json.dumps(turn.metadata))
+                                                 ).fetchone()[0])
         return int(
             conn.execute(
                 turns_t.insert().values(
@@ -864,6 +874,9 @@ class RecordStore:
         )
 
         def run(c: Connection) -> list[Turn]:
+            if self.is_sqlite:  # raw sqlite3 (``fast``), the same values: read on every window turn
+                return [Turn(u, a, dt_of(at), dict(json.loads(meta) or {}), pk)  # type: ignore[arg-type]
+                        for pk, u, a, at, meta in fast.driver(c).execute(_TURNS, (tenant_id, user_id, session_id))]
             return [
                 Turn(r.user_text, r.assistant_text, dt_of(r.created_at), dict(r.metadata or {}), r.pk)  # type: ignore[arg-type]
                 for r in c.execute(q)
@@ -885,6 +898,14 @@ class RecordStore:
             return [r[0] for r in conn.execute(q)]
 
     def drop_turns(self, conn: Connection, seqs: Sequence[int]) -> None:
+        if not seqs:  # most turns push none out
+            return
+        if self.is_sqlite:
+            keys = list(seqs)
+            for start in range(0, len(keys), fast.CHUNK):
+                chunk = keys[start:start + fast.CHUNK]
+                fast.driver(conn).execute(f"DELETE FROM {turns_t.name} WHERE pk IN ({fast.marks(len(chunk))})", chunk)
+            return
         conn.execute(turns_t.delete().where(turns_t.c.pk.in_(list(seqs))))
 
     def clear_turns(self, conn: Connection, tenant_id: str, user_id: str, session_id: str | None = None) -> None:
