@@ -27,6 +27,7 @@ What is read as written by people rather than forms:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
@@ -340,11 +341,17 @@ def _candidates(text: str) -> Iterator[Redaction]:
 
 def find_pii(text: str) -> list[Redaction]:
     """Non-overlapping PII spans in text order; a validated id or card beats a phone over the same digits."""
+    return list(_pii(text, date.today()))
+
+
+@functools.lru_cache(maxsize=1024)  # a turn's message is redacted three times (masking, the clause, the window)
+def _pii(text: str, today: date) -> tuple[Redaction, ...]:
+    """``find_pii`` of a text on a day (a resident id's birth date must not be after it)."""
     kept: list[Redaction] = []
     for cand in _candidates(text):
         if all(cand.end <= k.start or cand.start >= k.end for k in kept):
             kept.append(cand)
-    return sorted(kept, key=lambda r: r.start)
+    return tuple(sorted(kept, key=lambda r: r.start))
 
 
 @hookimpl

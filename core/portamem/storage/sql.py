@@ -763,6 +763,13 @@ class RecordStore:
         ids = list(memory_ids)
         out: set[str] = set()
         with self.engine.connect() as conn:
+            if self.is_sqlite:  # raw sqlite3 (``fast``): the indexer asks after every round
+                for start in range(0, len(ids), fast.CHUNK):
+                    chunk = ids[start:start + fast.CHUNK]
+                    out.update(r[0] for r in fast.driver(conn).execute(
+                        f"SELECT memory_id FROM memories WHERE memory_id IN ({fast.marks(len(chunk))}) "
+                        "AND indexed + 0 = 1", chunk))
+                return out
             for start in range(0, len(ids), 500):
                 out.update(r[0] for r in conn.execute(sa.select(memories.c.memory_id).where(
                     memories.c.memory_id.in_(ids[start:start + 500]), memories.c.indexed + 0 == 1)))
