@@ -120,7 +120,12 @@ class Indexer:
 
     def enqueue(self, records: Iterable[MemoryRecord]) -> None:
         """Note rows about to be committed (before the commit, so that the thread cannot settle a row
-        before it is noted) and wake the thread; ``forget`` them if the commit fails."""
+        before it is noted) and wake the thread; ``forget`` them if the commit fails. Nothing to note
+        wakes nothing (a turn without an episode, a formed turn without new statements: each woke the
+        thread for a round of outbox reads that found nothing of theirs)."""
+        records = list(records)
+        if not records:
+            return
         now = time.monotonic()
         with self._cond:
             for r in records:
@@ -159,6 +164,8 @@ class Indexer:
         with self._cond:
             if not self._thread.is_alive():
                 raise IndexingTimeoutError("the indexer is not running (the Memory is closed)")
+            if not any(m in self._pending for m in memory_ids):
+                return  # settled already (formation asks so for every turn): no round to wake the thread for
             self._wake = True
             self._cond.notify_all()
             if not self._cond.wait_for(lambda: self._stop or not any(m in self._pending for m in memory_ids),
