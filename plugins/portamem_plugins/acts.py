@@ -69,7 +69,10 @@ def sentences(text: str) -> list[str]:
 
 def is_small_talk(sentence: str) -> bool:
     s = sentence.strip()
-    return bool(_SMALL_TALK.match(s) or _SMALL_TALK_ZH.match(s)) or not re.search(r"[^\W_]", s)
+    return bool(_SMALL_TALK.match(s) or _SMALL_TALK_ZH.match(s)) or not _WORDLIKE.search(s)
+
+
+_WORDLIKE = re.compile(r"[^\W_]")
 
 
 def act_of(sentence: str) -> str:

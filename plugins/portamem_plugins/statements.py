@@ -219,6 +219,11 @@ _ATTRIBUTE_EN = [
 ]
 
 
+_FILLER_TAIL = re.compile(
+    r"\s+(?:now|already|then|too|again|permanently|for good|completely|entirely|altogether|totally)$", re.I)
+_CALLED = re.compile(r"^(?:called|named|known as)\s+", re.I)
+
+
 def _clean(value: str) -> tuple[str, str | None]:
     """A value without its trailing time phrase and filler; the time phrase apart."""
     value = value.strip(" \t'\"")
@@ -227,9 +232,8 @@ def _clean(value: str) -> tuple[str, str | None]:
     if m:
         when = m.group(0).strip()
         value = (" " + value)[: m.start()].strip()
-    value = re.sub(r"\s+(?:now|already|then|too|again|permanently|for good|completely|entirely|altogether|totally)$",
-                   "", value, flags=re.I)
-    value = re.sub(r"^(?:called|named|known as)\s+", "", value, flags=re.I)  # "my cat is called Tom": Tom
+    value = _FILLER_TAIL.sub("", value)
+    value = _CALLED.sub("", value)  # "my cat is called Tom": Tom
     return value.strip(" .,'\""), when
 
 

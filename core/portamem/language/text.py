@@ -29,8 +29,11 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 
 
+_HAS_CJK = re.compile(f"[{_CJK}]")
+
+
 def has_cjk(text: str) -> bool:
-    return re.search(f"[{_CJK}]", text) is not None
+    return _HAS_CJK.search(text) is not None
 
 
 def clip(text: str, limit: int) -> str:
