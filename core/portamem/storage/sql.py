@@ -741,9 +741,12 @@ class RecordStore:
         if self.is_sqlite:
             keys = list(pks) if pks is not None else []
             with self.engine.connect() as conn:
+                # the queued rows found by the outbox's index: "indexed <= 0 AND pk > ?" as such was planned
+                # as a walk of every row after ``after`` in key order (to spare the sort), which is the
+                # whole table on each of the indexer's rounds (4 ms a round at 3,000 rows, growing)
                 rows = fast.select(conn, f"indexed <= 0 AND pk IN ({fast.marks(len(keys))})" if pks is not None
-                                   else "indexed <= 0 AND pk > ?", keys if pks is not None else [after],
-                                   f"ORDER BY pk LIMIT {int(limit)}")
+                                   else "pk IN (SELECT pk FROM memories WHERE indexed <= 0 AND pk > ?)",
+                                   keys if pks is not None else [after], f"ORDER BY pk LIMIT {int(limit)}")
             return [(fast.field(r, "pk"), fast.field(r, "indexed"), fast.record_of(r)) for r in rows]
         q = sa.select(memories).where(memories.c.indexed <= 0)
         q = q.where(memories.c.pk.in_(list(pks))) if pks is not None else q.where(memories.c.pk > after)
