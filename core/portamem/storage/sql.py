@@ -877,16 +877,16 @@ class RecordStore:
         )
 
     def turns(self, tenant_id: str, user_id: str, session_id: str, conn: Connection | None = None) -> list[Turn]:
-        q = (
-            sa.select(turns_t)
-            .where(turns_t.c.tenant_id == tenant_id, turns_t.c.user_id == user_id, turns_t.c.session_id == session_id)
-            .order_by(turns_t.c.pk)
-        )
-
         def run(c: Connection) -> list[Turn]:
             if self.is_sqlite:  # raw sqlite3 (``fast``), the same values: read on every window turn
                 return [Turn(u, a, dt_of(at), dict(json.loads(meta) or {}), pk)  # type: ignore[arg-type]
                         for pk, u, a, at, meta in fast.driver(c).execute(_TURNS, (tenant_id, user_id, session_id))]
+            q = (
+                sa.select(turns_t)
+                .where(turns_t.c.tenant_id == tenant_id, turns_t.c.user_id == user_id,
+                       turns_t.c.session_id == session_id)
+                .order_by(turns_t.c.pk)
+            )
             return [
                 Turn(r.user_text, r.assistant_text, dt_of(r.created_at), dict(r.metadata or {}), r.pk)  # type: ignore[arg-type]
                 for r in c.execute(q)
