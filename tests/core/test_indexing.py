@@ -303,3 +303,30 @@ def test_the_vector_writer_seals_milvus_lite_by_itself(tmp_path, embedder, monke
         mem.flush()
         mem.index.drain(timeout=30)
         assert mem.index.unflushed < 3 and mem.index.count() == 8
+
+
+def test_the_outbox_is_read_by_its_index_not_by_walking_the_table(memory: Memory) -> None:
+    """The indexer reads its outbox every round: by the outbox's own index, never a walk of every row
+    after a key (which the planner chose to spare the sort, the whole table on each round)."""
+    import sqlalchemy as sa
+
+    for i in range(40):
+        memory.save_memory(f"My thing {i} is kept in box {i}.", user_id="u1")
+    memory.flush()
+    seen: list[str] = []
+
+    def trace(dbapi_conn, record, proxy) -> None:  # noqa: ANN001
+        dbapi_conn.set_trace_callback(seen.append)
+
+    sa.event.listen(memory.store.engine, "checkout", trace)
+    try:
+        assert memory.store.outbox(16, after=0) == []
+    finally:
+        sa.event.remove(memory.store.engine, "checkout", trace)
+    with memory.store.engine.connect() as conn:
+        db = conn.connection.dbapi_connection
+        db.set_trace_callback(None)
+        plans = [row[3] for sql in seen if sql.lstrip().upper().startswith("SELECT")
+                 for row in db.execute("EXPLAIN QUERY PLAN " + sql).fetchall()]
+    assert plans and any("ix_memories_unindexed" in p for p in plans), plans
+    assert not any(p.startswith("SCAN memories") or "PRIMARY KEY (rowid>?)" in p for p in plans), plans
