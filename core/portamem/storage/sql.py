@@ -785,6 +785,8 @@ class RecordStore:
 
     def mark_indexed(self, memory_ids: Sequence[str], conn: Connection | None = None) -> None:
         ids = list(memory_ids)
+        if not ids:  # formation's index_now of a turn that changed nothing: no transaction to open
+            return
         if conn is None:
             with self.transaction() as c:
                 self.mark_indexed(ids, c)
