@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["Stages", "STAGES"]
+__all__ = ["STAGES", "Stages"]
 
 #: stage name -> "module:qualname" of the functions it covers, in print order
 STAGES: dict[str, tuple[str, ...]] = {
@@ -114,7 +114,7 @@ class Stages:
                 outer._charge(name, time.thread_time() - t0, stack.pop())
             try:
                 yield value
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - handed to the wrapped manager, which re-raises
                 stack.append(0.0)
                 t0 = time.thread_time()
                 try:
@@ -132,7 +132,7 @@ class Stages:
 
         return timed
 
-    def __enter__(self) -> Stages:
+    def __enter__(self) -> Stages:  # noqa: PYI034
         import importlib
 
         for name, targets in STAGES.items():
@@ -157,7 +157,7 @@ class Stages:
                             setattr(other, attr, wrapped)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for owner, attr, original in reversed(self._undo):
             setattr(owner, attr, original)
         self._undo.clear()

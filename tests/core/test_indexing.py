@@ -315,7 +315,7 @@ def test_the_outbox_is_read_by_its_index_not_by_walking_the_table(memory: Memory
     memory.flush()
     seen: list[str] = []
 
-    def trace(dbapi_conn, record, proxy) -> None:  # noqa: ANN001
+    def trace(dbapi_conn, record, proxy) -> None:
         dbapi_conn.set_trace_callback(seen.append)
 
     sa.event.listen(memory.store.engine, "checkout", trace)
