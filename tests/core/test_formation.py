@@ -482,7 +482,10 @@ def test_close_waits_for_a_model_call_a_bounded_time_and_the_next_open_forms_its
     ("also I upgraded to Stride Plus, £4.99 a month", "hi, I ordered running shoes from Stride last week", None),
     ("the gig fell through, so we're playing The Crown instead", "I play bass in a covers band called The Loose Ends", None),
     ("Oakley Manor looks lovely in the photos", "We've booked Hazelwood Barn as the venue", None),
-    ("we cancelled Hazelwood Barn", "We've booked Hazelwood Barn as the venue", None),
+    # a change that ends what the older names, with nothing in its place
+    ("and I cancelled the PureGym membership obviously", "I'm a member at PureGym on Kirkstall Road",
+     ["I'm a member at PureGym on Kirkstall Road"]),
+    ("Hazelwood Barn looks lovely in the photos", "We've booked Hazelwood Barn as the venue", None),
     ("My father switched to Hoka Clifton, the Brooks hurt him", "I run in Brooks Ghost", None),
 ])
 def test_a_change_that_names_the_older_name_outdates_its_clause(newer: str, older: str, part: list[str] | None) -> None:
@@ -515,3 +518,19 @@ def test_the_newer_name_answers_in_the_older_place_and_the_older_keeps_its_other
     shop = [h.content for h in recall(memory, "Where did I get them at, Runners Need?", user_id="ana",
                                       session_id="c", now=day + timedelta(days=31))]
     assert any("Runners Need" in c for c in shop)
+
+
+def test_a_line_the_newer_name_replaces_whole_gives_way_for_any_question(memory: Memory) -> None:
+    from datetime import datetime, timezone
+
+    from portamem.recall import recall
+
+    day = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    memory.add_turn("We've booked Hazelwood Barn as the venue", "Lovely.", user_id="ana", session_id="a",
+                    created_at=day)
+    memory.add_turn("Hazelwood Barn double booked us, so we're going with Oakley Manor, same date thankfully",
+                    "Phew.", user_id="ana", session_id="b", created_at=day + timedelta(days=20))
+    memory.flush(60)
+    lines = [h.content for h in recall(memory, "Where is the wedding?", user_id="ana", session_id="c",
+                                       now=day + timedelta(days=21))]
+    assert lines and "Oakley Manor" in lines[0] and not any(c.startswith("We've booked") for c in lines)

@@ -150,7 +150,7 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
         part = replaced.get("value") if isinstance(replaced, dict) and replaced.get("memory_id") == o.memory_id else None
         return asked is None or bool(content_words(n.content) & asked) \
             or (kind is not None and bool(_QUANTITY.search(n.content))) \
-            or (isinstance(part, str) and bool(content_words(part) & asked))
+            or (isinstance(part, str) and bool(content_words(part) & asked or content_words(part) >= content_words(o.content)))
     changed = [c for c in _CLAUSE.split(n.content) if c and _CHANGE.search(c)]
     if not changed:
         return False

@@ -116,10 +116,14 @@ def rule_decisions(statements: Sequence[MemoryRecord],
             elif verdict == "repeat":
                 out.append(Decision(s.memory_id, "noop", c.memory_id, "rules: the same statement again"))
             elif verdict is None and (named := names_replaced(s, c)) is not None:
+                # the older says nothing besides what changed: it is replaced whole
+                # the older says nothing besides what changed: the newer stands for all of it (still
+                # outdated, not superseded, so the older's words bring the newer into the prompt)
+                whole = not any(_FACT.search(k) for k in _CLAUSES.split(c.content) if k and k.strip() not in named)
                 verdict = "outdate"
-                out.append(Decision(s.memory_id, "outdate", c.memory_id,
+                out.append(Decision(s.memory_id, verdict, c.memory_id,
                                     "rules: another name in place of one it names again",
-                                    "; ".join(named)))
+                                    c.content[:200] if whole else "; ".join(named)))
             elif verdict is None and (why := changes(s, c)) is not None \
                     and not (_clauses_about(c, s) or _names_beside(c, s)):
                 # an older line holding other facts is left to the read path, which shows the newer in
@@ -202,6 +206,9 @@ def changes(newer: MemoryRecord, older: MemoryRecord) -> str | None:
     return None
 
 
+#: a change that ends what it names, with nothing in its place ("I cancelled the PureGym membership")
+_ENDS = re.compile(r"\b(?:cancell?ed|quit|stopped|gave up|given up|sold|left|closed|ended|no longer|not \w+ any ?more)\b"
+                   r"|取消了|退了|卖了|戒了|不再|停了|关了", re.I)
 #: a name: capitalised words in a row, not at the start of a sentence ("Brooks Ghost", "The Loose Ends")
 _NAMES = re.compile(r"(?<=[a-z,;:] )[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*")
 
@@ -236,7 +243,7 @@ def names_replaced(newer: MemoryRecord, older: MemoryRecord) -> list[str] | None
     mine, theirs = _names(newer.content), _names(older.content)
     shared = {o for o in theirs if any(_refers_to(n, o) for n in mine)}
     fresh = [n for n in mine if not any(_refers_to(n, o) for o in theirs)]
-    if not shared or not fresh or not _CHANGE.search(newer.content):
+    if not shared or not (fresh and _CHANGE.search(newer.content) or _ENDS.search(newer.content)):
         return None
     clauses = [c.strip() for c in _CLAUSES.split(older.content) if c and c.strip()]
     return [c for c in clauses if _names(c) & shared] or None
