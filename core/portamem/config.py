@@ -83,7 +83,11 @@ class Settings:
     top_k: int = 5
     #: candidates fetched from each retriever before merging
     candidate_k: int = 50
-    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    #: final = sum(weight * component). None: the embedder's own weights where its calibration carries
+    #: some (``portamem.read.calibration.CALIBRATIONS``, fitted per model with ``portamem tune``), else
+    #: ``DEFAULT_WEIGHTS``; set, they hold for every embedder (components left out from DEFAULT_WEIGHTS).
+    #: ``Memory.settings.weights`` shows the ones in use
+    weights: dict[str, float] | None = None
     #: recency = exp(-recency_lambda * age_hours): 0.002 halves it in about two weeks
     recency_lambda: float = 0.002
     #: hits with a lower final score are dropped: scores are absolute (``portamem.read.calibration``), so
@@ -302,7 +306,8 @@ class Settings:
             raise ConfigError(f"unknown_entity_penalty must be in [0, 1], got {self.unknown_entity_penalty}")
         if not 0.0 <= self.unknown_asked_penalty <= 1.0:
             raise ConfigError(f"unknown_asked_penalty must be in [0, 1], got {self.unknown_asked_penalty}")
-        if any(not isinstance(w, (int, float)) or w < 0 for w in self.weights.values()):
+        if self.weights is not None and (not isinstance(self.weights, dict) or any(
+                not isinstance(w, (int, float)) or w < 0 for w in self.weights.values())):
             raise ConfigError(f"weights must be non-negative numbers, got {self.weights}")
         factors = {**DEFAULT_TRUST_FACTORS, **self.trust_factors}
         if set(factors) != set(DEFAULT_TRUST_FACTORS) or any(
@@ -367,7 +372,7 @@ class Settings:
         unknown = set(values) - set(fields)
         if unknown:
             raise ConfigError(f"unknown settings: {sorted(unknown)}; known: {sorted(fields)}")
-        if "weights" in values:
+        if values.get("weights") is not None:
             values["weights"] = {**DEFAULT_WEIGHTS, **values["weights"]}
         if "half_lives" in values:
             values["half_lives"] = {**DEFAULT_HALF_LIVES, **values["half_lives"]}

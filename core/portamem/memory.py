@@ -42,7 +42,7 @@ from .models import model_from_settings
 from .plugins import get_plugin_manager, Hooks
 from .portable.keys import Namespace, get_keyed, list_keyed
 from .portable.transfer import export_jsonl, import_jsonl
-from .read.calibration import calibration_for, hubness_for, measured_calibration
+from .read.calibration import calibration_for, fusion_weights, hubness_for, measured_calibration
 from .read.candidates import SOURCES
 from .read.preload import TASKS
 from .read.replica import VectorReader
@@ -117,6 +117,10 @@ class Memory:
         except BaseException:
             self.store.close()
             raise
+        calibration = calibration_for(self.embedder.name, settings.vector_calibration) \
+            or measured_calibration(self.store, self.embedder)
+        # the weights in use: the user's, else the model's own, else the defaults (``fusion_weights``)
+        self.settings = settings = settings.replace(weights=fusion_weights(settings.weights, calibration))
         self._lock = threading.RLock()
         #: what every stage is handed: the store, index, embedder, hooks, settings, lock
         self.parts = Components(settings=settings, tenant_id=self.tenant_id, store=self.store, index=self.index,
@@ -126,8 +130,6 @@ class Memory:
         self.vectors = VectorReader(self.store, self.index, budget_mb=settings.replica_budget_mb, lock=self._lock)
         self.parts.vectors = self.vectors
         self._queries = QueryCache(self.embedder, settings.query_cache_size)
-        calibration = calibration_for(self.embedder.name, settings.vector_calibration) \
-            or measured_calibration(self.store, self.embedder)
         self.retriever = Retriever(self.store, self.vectors, self._queries.get, calibration)  # type: ignore[arg-type]
         self.retriever.hubness_of = functools.partial(hubness_for, self.embedder)
         self.retriever.redacts = self._redacts

@@ -180,6 +180,18 @@ def test_cli_eval_json_and_tune(locomo_file: Path, capsys: pytest.CaptureFixture
     assert objective(tuned["best"]["train"]) >= objective(tuned["baselines"]["vector"]["train"]) - 1e-9
 
 
+def test_tune_with_fixed_priors_searches_the_evidence_weights_alone(locomo_file: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """How an embedder's own weights are fitted: recency, importance and the lambda stay as configured."""
+    tuned = tune_weights(locomo_file, train=[0], test=[1], ks=(1, 3), step=0.5, embedder=embedder,
+                         show_progress=False, fixed_priors=True)
+    configured = tuned["defaults"]
+    assert tuned["fixed_priors"] and tuned["grid_size"] == 6  # (vector, keyword, entity) on a 0.5 simplex
+    assert tuned["best"]["recency_lambda"] == configured["recency_lambda"]
+    assert {n: tuned["best"]["weights"][n] for n in ("recency", "importance")} == \
+        {n: configured["weights"][n] for n in ("recency", "importance")}
+    assert sum(tuned["best"]["weights"][n] for n in ("vector", "keyword", "entity")) == pytest.approx(1.0)
+
+
 def test_tune_refuses_overlapping_splits(locomo_file: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValidationError):
         tune_weights(locomo_file, train=[0], test=[0], embedder=embedder, show_progress=False)

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..config import DEFAULT_WEIGHTS
 from ..errors import ValidationError
 from ..language.text import has_cjk
 
 if TYPE_CHECKING:
     from ..embedding.embedders import Embedder
 
-__all__ = ["SPAN", "Calibration", "CalibrationSet", "CALIBRATIONS", "calibration_for", "vector_score",
+__all__ = ["SPAN", "Calibration", "CalibrationSet", "CALIBRATIONS", "calibration_for", "fusion_weights", "vector_score",
            "measure_background", "measured_calibration", "background_sets", "Hubness", "hubness_for"]
 
 log = logging.getLogger(__name__)
@@ -49,10 +50,23 @@ class Calibration:
     std: float
     #: how and on what it was measured
     measured: str = ""
+    #: the model's own fusion weights, fitted for it with ``portamem tune`` (``fusion_weights``): what a
+    #: search ranks with when ``Settings.weights`` is not set; None: ``DEFAULT_WEIGHTS`` (fitted on e5)
+    weights: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         if not -1.0 <= self.mean < 1.0 or not 0.0 < self.std < 1.0:
             raise ValidationError(f"a calibration needs mean in [-1, 1) and std in (0, 1), got {self.mean}, {self.std}")
+        if self.weights is not None:
+            w = dict(self.weights)
+            if set(w) != set(DEFAULT_WEIGHTS) or any(
+                    isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0 for v in w.values()):
+                raise ValidationError(f"a calibration's weights give each of {sorted(DEFAULT_WEIGHTS)} in [0, 1], "
+                                      f"got {w}")
+            # the evidence weights sum to 1 as DEFAULT_WEIGHTS' do, so that min_score means the same
+            evidence = sum(v for n, v in w.items() if n not in ("recency", "importance"))
+            if abs(evidence - 1.0) > 1e-6:
+                raise ValidationError(f"a calibration's evidence weights (vector, keyword, entity) sum to 1, got {w}")
 
 
 _LOCOMO = ("`portamem calibrate locomo-dev.json --embedder {}`: every question of conversations 0-2 against every "
@@ -65,6 +79,16 @@ CALIBRATIONS: dict[str, Calibration] = {
 }
 
 _warned: set[str] = set()
+
+
+def fusion_weights(explicit: Mapping[str, float] | None, calibration: Calibration | None) -> dict[str, float]:
+    """The weights a search ranks with: the user's (``Settings.weights``) when set, else the model's own
+    (``Calibration.weights``), else ``DEFAULT_WEIGHTS``. The user's are completed from the defaults."""
+    if explicit is not None:
+        return {**DEFAULT_WEIGHTS, **explicit}
+    if calibration is not None and calibration.weights is not None:
+        return dict(calibration.weights)
+    return dict(DEFAULT_WEIGHTS)
 
 
 def calibration_for(model: str, override: Mapping[str, float] | None = None) -> Calibration | None:

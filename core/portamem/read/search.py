@@ -19,6 +19,7 @@ from ..components import Components
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
 from ..records import SearchHit, Tier, Trust
+from .calibration import fusion_weights
 from .candidates import SOURCES, Candidate, CandidateFinder
 from .prompt import format_memories
 from .rerank import depth as rerank_depth
@@ -104,7 +105,8 @@ class Search:
                 tenant_id=tenant_id,
                 user_id=user_id,
                 weights=weights if weights is not None else {
-                    **{n: r.weight for n, r in registered.items() if r.weight is not None}, **s.weights},
+                    **{n: r.weight for n, r in registered.items() if r.weight is not None},
+                    **fusion_weights(s.weights, self.retriever.calibration)},
                 now=now,
                 top_k=rerank_depth(s, k),  # the reranker's candidates when one is named
                 min_score=s.min_score,

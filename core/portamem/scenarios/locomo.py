@@ -26,7 +26,7 @@ from ..errors import ValidationError
 from ..filters import SearchFilters
 from ..language.entities import extract_entities, normalize_entity
 from ..memory import Memory
-from ..read.calibration import CalibrationSet, measure_background
+from ..read.calibration import CalibrationSet, calibration_for, fusion_weights, measure_background
 from ..read.candidates import SOURCES, Candidate
 from ..read.rerank import depth as rerank_depth
 from ..read.rerank import rerank
@@ -371,7 +371,7 @@ def evaluate_locomo(
         raise ValidationError(f"--k values must be positive integers, got {list(ks)}")
     settings = settings or Settings.load()
     if weights is not None:
-        settings = settings.replace(weights={**settings.weights, **weights})
+        settings = settings.replace(weights={**(settings.weights or {}), **weights})
     started = time.perf_counter()
     cached = CachedEmbedder(embedder or get_embedder(settings.embedder), embedding_cache)
     convs = _select(load_locomo(path), conversations)
@@ -443,7 +443,7 @@ def evaluate_locomo(
         "embedder": cached.name,
         "ks": list(ks),
         "mrr_depth": depth,
-        "weights": dict(settings.weights),
+        "weights": fusion_weights(settings.weights, calibration_for(cached.name, settings.vector_calibration)),
         "recency_lambda": settings.recency_lambda,
         "min_score": settings.min_score,
         "rerank": {"name": reranking.rerank, "candidates": reranking.rerank_candidates,
@@ -580,14 +580,18 @@ def _score_table(table: _Table, weights: Mapping[str, float], ks: Sequence[int],
     return {k: round(v, 4) for k, v in out.items()}
 
 
-def _grid(step: float) -> list[dict[str, float]]:
-    """Evidence weights on a simplex (only their ratios matter), priors small and relative to them."""
+def _grid(step: float, priors: Mapping[str, float] | None = None) -> list[dict[str, float]]:
+    """Evidence weights on a simplex (only their ratios matter), priors small and relative to them;
+    ``priors`` keeps recency and importance at those values (only the evidence weights are searched)."""
     n = int(round(1 / step))
     out = []
     for v, kw in itertools.product(range(n + 1), repeat=2):
         if v + kw > n:
             continue
-        ev = {"vector": v / n, "keyword": kw / n, "entity": (n - v - kw) / n}
+        ev = {"vector": round(v / n, 4), "keyword": round(kw / n, 4), "entity": round((n - v - kw) / n, 4)}
+        if priors is not None:
+            out.append({**ev, "recency": priors["recency"], "importance": priors["importance"]})
+            continue
         for rec, imp in itertools.product((0.0, 0.05, 0.1, 0.2), (0.0, 0.05, 0.1)):
             out.append({**ev, "recency": rec, "importance": imp})
     return out
@@ -605,9 +609,15 @@ def tune_weights(
     embedder: Embedder | None = None,
     show_progress: bool = True,
     embedding_cache: str | Path | None = None,
+    fixed_priors: bool = False,
 ) -> dict[str, Any]:
     """Grid-search the weights (and recency lambda) on the ``train`` conversations; report the best
     and the configured defaults on ``train`` and on the held-out ``test`` conversations.
+
+    ``fixed_priors``: search the evidence weights (vector, keyword, entity) alone, recency, importance
+    and the recency lambda kept as configured: how an embedder's own weights
+    (``portamem.read.calibration.CALIBRATIONS``) are fitted, since the priors describe the memories,
+    not the model.
 
     Candidates are gathered once per question and every weighting re-ranks them as arrays, so the
     search costs one pass of retrieval. The objective is the mean of Recall@5 (first K) and MRR.
@@ -620,7 +630,7 @@ def tune_weights(
     started = time.perf_counter()
     cached = CachedEmbedder(embedder or get_embedder(settings.embedder), embedding_cache)
     convs = load_locomo(path)
-    lambdas = tuple(dict.fromkeys([*lambdas, settings.recency_lambda]))
+    lambdas = (settings.recency_lambda,) if fixed_priors else tuple(dict.fromkeys([*lambdas, settings.recency_lambda]))
     rows: dict[str, dict[float, list[Any]]] = {"train": {lam: [] for lam in lambdas}, "test": {lam: [] for lam in lambdas}}
     for split, which in (("train", train), ("test", test)):
         for conv in _select(convs, which):
@@ -634,10 +644,12 @@ def tune_weights(
     def objective(r: Mapping[str, float]) -> float:
         return (r[f"recall@{ks[0]}"] + r["mrr"]) / 2
 
+    # the weights a search with these settings ranks with: the user's, else the model's own, else the defaults
+    defaults = fusion_weights(settings.weights, calibration_for(cached.name, settings.vector_calibration))
     best: tuple[float, dict[str, float], float] | None = None
     tried = 0
     for lam in lambdas:
-        for w in _grid(step):
+        for w in _grid(step, defaults if fixed_priors else None):
             if w["recency"] == 0 and lam != lambdas[0]:
                 continue  # lambda does not matter without recency
             tried += 1
@@ -646,7 +658,6 @@ def tune_weights(
                 best = (score, w, lam)
     assert best is not None
     _, best_w, best_lam = best
-    defaults = {**DEFAULT_WEIGHTS, **settings.weights}
 
     def figures(w: Mapping[str, float], lam: float) -> dict[str, Any]:
         return {split: _score_table(tables[split][lam], w, ks, depth) for split in tables}
@@ -660,9 +671,13 @@ def tune_weights(
         "embedder": cached.name,
         "ks": list(ks),
         "grid_size": tried,
+        "fixed_priors": fixed_priors,
         "best": {"weights": best_w, "recency_lambda": best_lam, **figures(best_w, best_lam)},
         "defaults": {"weights": defaults, "recency_lambda": settings.recency_lambda,
                      **figures(defaults, settings.recency_lambda)},
+        # the global defaults (fitted on e5) beside the model's own weights, where it has some
+        "global": {"weights": dict(DEFAULT_WEIGHTS), "recency_lambda": settings.recency_lambda,
+                   **figures(DEFAULT_WEIGHTS, settings.recency_lambda)} if defaults != DEFAULT_WEIGHTS else None,
         "baselines": baselines,
         "seconds": round(time.perf_counter() - started, 1),
     }
@@ -682,7 +697,9 @@ def format_tuning(report: Mapping[str, Any]) -> str:
         return f"{label:34}" + "".join(f"{figs[s][k]:9.3f}" for s in ("train", "test") for k in keys)
 
     lines.append(row("best", report["best"]))
-    lines.append(row("defaults", report["defaults"]))
+    lines.append(row("configured", report["defaults"]))
+    if report.get("global"):
+        lines.append(row("global defaults", report["global"]))
     for method, figs in report["baselines"].items():
         lines.append(row(f"{method} only", figs))
     fmt = ", ".join(f"{k} {v:g}" for k, v in report["best"]["weights"].items())
@@ -721,6 +738,9 @@ def add_tune_arguments(p: Any) -> None:
     p.add_argument("--step", type=float, default=0.1, help="grid step of the evidence weights (default: 0.1)")
     p.add_argument("--embedder", help="embedder name (default: the configured one)")
     p.add_argument("--embedding-cache", help="an .npz file that keeps the vectors between runs")
+    p.add_argument("--fixed-priors", action="store_true",
+                   help="search the evidence weights alone (vector, keyword, entity), recency and importance as "
+                        "configured: how an embedder's own weights are fitted")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -761,7 +781,8 @@ def run_tune(args: Any) -> int:
     """Grid-search the weights on some conversations and report them on the held-out ones."""
     settings = _settings(args)
     report = tune_weights(args.file, train=args.train, test=args.test, ks=args.k, step=args.step, settings=settings,
-                          show_progress=not args.json or sys.stderr.isatty(), embedding_cache=args.embedding_cache)
+                          show_progress=not args.json or sys.stderr.isatty(), embedding_cache=args.embedding_cache,
+                          fixed_priors=getattr(args, "fixed_priors", False))
     print(json.dumps(report, ensure_ascii=False) if args.json else format_tuning(report))
     return 0
 

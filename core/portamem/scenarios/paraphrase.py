@@ -36,8 +36,9 @@ from typing import Any
 from ..config import Settings
 from ..embedding.embedders import Embedder, get_embedder
 from ..errors import ValidationError
-from .locomo import CachedEmbedder
+from .locomo import CachedEmbedder, _weights
 from ..memory import Memory
+from ..read.calibration import calibration_for, fusion_weights
 from ..recall import format_memories, recall
 from ..language.statements import content_words
 from .harness import LANGUAGES, SPLITS, Scenario, holds, judge_prompt, load_scenarios, play, prompt_lines
@@ -148,7 +149,8 @@ def evaluate_paraphrase(split: str = "dev", *, path: str | Path | None = None, s
         figures[s] = {**{lang: _figures([r for r in mine if r["lang"] == lang]) for lang in LANGUAGES
                          if any(r["lang"] == lang for r in mine)}, "all": _figures(mine)}
     return {"suite": str(path) if path is not None else "packaged", "embedder": cached.name,
-            "top_k": settings.top_k, "figures": figures, "questions": rows}
+            "top_k": settings.top_k,
+            "weights": fusion_weights(settings.weights, calibration_for(cached.name, settings.vector_calibration)), "figures": figures, "questions": rows}
 
 
 def _pct(x: float | None) -> str:
@@ -156,7 +158,9 @@ def _pct(x: float | None) -> str:
 
 
 def format_paraphrase(report: Mapping[str, Any], *, failures: bool = False) -> str:
-    lines = [f"paraphrase suite ({report['suite']}): embedder {report['embedder']}, top_k {report['top_k']}",
+    weights = ", ".join(f"{k} {v:g}" for k, v in report.get("weights", {}).items())
+    lines = [f"paraphrase suite ({report['suite']}): embedder {report['embedder']}, top_k {report['top_k']}; "
+             f"weights {weights}",
              f"{'':10}{'asked':>6}{'top-1':>7}{'in prompt':>10}{'search top-1':>13}{'search in k':>12}"
              f"{'greeting 1st':>13}{'never said: empty':>19}{'(search)':>9}"]
     for s, by in report["figures"].items():
@@ -184,6 +188,9 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--paraphrase", help="a JSON Lines file of conversations instead of the packaged suite")
     p.add_argument("--embedder", help="embedder name (default: the configured one)")
     p.add_argument("--embedding-cache", help="an .npz file that keeps the vectors between runs")
+    p.add_argument("--weights", type=_weights,
+                   help='JSON weights instead of the configured ones, e.g. \'{"vector": 1, "keyword": 0, "entity": 0}\' '
+                        "for the vector component alone (left-out components keep their default weight)")
     p.add_argument("--failures", action="store_true", help="also print each miss with its prompt")
     p.add_argument("--json", action="store_true", help="print one JSON object (with every question's prompt)")
 
@@ -194,6 +201,8 @@ def run(args: Any) -> int:
     settings = Settings.load(getattr(args, "config", None), tenant_id=getattr(args, "tenant", None))
     if args.embedder:
         settings = settings.replace(embedder=args.embedder)
+    if getattr(args, "weights", None):
+        settings = settings.replace(weights={**(settings.weights or {}), **args.weights})
     report = evaluate_paraphrase(args.split, path=args.paraphrase, settings=settings,
                                  embedding_cache=args.embedding_cache,
                                  show_progress=not args.json or sys.stderr.isatty())
