@@ -19,7 +19,7 @@ import json
 import logging
 from importlib import resources
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,7 +52,7 @@ class Calibration:
     measured: str = ""
     #: the model's own fusion weights, fitted for it with ``portamem tune`` (``fusion_weights``): what a
     #: search ranks with when ``Settings.weights`` is not set; None: ``DEFAULT_WEIGHTS`` (fitted on e5)
-    weights: Mapping[str, float] | None = None
+    weights: Mapping[str, float] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if not -1.0 <= self.mean < 1.0 or not 0.0 < self.std < 1.0:
