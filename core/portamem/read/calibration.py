@@ -72,22 +72,10 @@ class Calibration:
 _LOCOMO = ("`portamem calibrate locomo-dev.json --embedder {}`: every question of conversations 0-2 against every "
            "turn of the other conversations ({} pairs)")
 
-#: USE's own weights. Its cosine finds turns on the question's topic, not its answer, far more than
-#: e5's does (LoCoMo dev, vector alone R@5 0.245 vs 0.436), so at e5's weights its hybrid fell below
-#: BM25 alone (R@5 0.502 vs 0.536, MRR 0.394 vs 0.444). ``portamem tune --fixed-priors --step 0.05
-#: --embedder use-multilingual-v3`` on conversations 0-2 gives vector 0.25, keyword 0.75, entity 0
-#: (R@5 0.565, MRR 0.452; BM25 alone 0.553, 0.451); entity keeps the defaults' 0.05 for identifiers
-#: (0.564, 0.451). Checked on the paraphrase suite's dev half: top-1 0.859 and never-said empty 0.792
-#: against vector alone's 0.828 and 0.542, answer in prompt 0.875 against 0.891, one question cut by
-#: min_score (a match by meaning alone now scores 0.25 of its vector score). Rank fusion (RRF), a vector
-#: score floor and a per-query weight by the keyword evidence all ranked LoCoMo worse (docs/embeddings.md)
-USE_WEIGHTS: dict[str, float] = {"vector": 0.25, "keyword": 0.7, "entity": 0.05, "recency": 0.05, "importance": 0.05}
-
 #: measured background per model name (``Embedder.name``)
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-q4": Calibration(0.7486, 0.0245, _LOCOMO.format("multilingual-e5-small-q4", "1,197,400")),
-    "use-multilingual-v3": Calibration(0.0994, 0.0807, _LOCOMO.format("use-multilingual-v3", "1,197,400"),
-                                       weights=USE_WEIGHTS),
+    "use-multilingual-v3": Calibration(0.0994, 0.0807, _LOCOMO.format("use-multilingual-v3", "1,197,400")),
 }
 
 _warned: set[str] = set()
