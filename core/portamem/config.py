@@ -56,6 +56,10 @@ class Settings:
     #: Milvus URI: a milvus-lite directory (default in ``path``) or ``http://host:19530``
     vector_uri: str | None = None
     vector_token: str | None = None
+    #: where the embedded milvus-lite index runs: "child" (its own process, started, supervised and
+    #: restarted by the store: the serving process holds none of its rows) or "inline" (threads of this
+    #: process); None: ``PORTAMEM_VECTOR_PROCESS`` if set, else "child". A Milvus server URI ignores it
+    vector_process: str | None = None
     #: one Milvus partition per tenant+user: exact and fast filtered search on milvus-lite
     partition_per_user: bool = True
     #: embedding model: a registered name (see ``portamem.embedding.embedders.available_embedders``)
@@ -262,6 +266,8 @@ class Settings:
                 or self.keyword_cache_mb < 0 or self.query_cache_size < 0:
             raise ConfigError("index_batch must be >= 1, index_wait_s > 0, and search_wait_s, replica_budget_mb, "
                               "keyword_cache_mb, query_cache_size >= 0")
+        if self.vector_process not in (None, "child", "inline"):
+            raise ConfigError(f"vector_process must be 'child' or 'inline', got {self.vector_process!r}")
         if not 0.0 < self.dedupe_threshold <= 1.0:
             raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
         if self.vector_calibration is not None:
@@ -341,6 +347,14 @@ class Settings:
     @property
     def resolved_vector_uri(self) -> str:
         return self.vector_uri or str(Path(self.path).resolve() / "vectors.db")
+
+    @property
+    def resolved_vector_process(self) -> str:
+        """How the embedded vector index runs (``vector_process``), the environment's word when unset."""
+        chosen = self.vector_process or os.environ.get("PORTAMEM_VECTOR_PROCESS") or "child"
+        if chosen not in ("child", "inline"):
+            raise ConfigError(f"PORTAMEM_VECTOR_PROCESS must be 'child' or 'inline', got {chosen!r}")
+        return chosen
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

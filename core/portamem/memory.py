@@ -113,6 +113,7 @@ class Memory:
                 dim=self.embedder.dim,
                 token=settings.vector_token,
                 partition_per_user=settings.partition_per_user,
+                process=settings.resolved_vector_process,
             )
         except BaseException:
             self.store.close()

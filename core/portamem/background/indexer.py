@@ -233,6 +233,8 @@ class Indexer:
                 round_id = self._requested
             held = False  # rows another process's indexer holds: this round waits for them
             try:
+                if getattr(self._parts.index, "restarted", False):  # its process died and came back
+                    repair(self._parts)
                 after = 0
                 while not self._stop:
                     rows = self._parts.store.outbox(self._batch, after=after)

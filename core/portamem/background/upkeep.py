@@ -86,6 +86,7 @@ def repair(parts: Components) -> None:
     said so at open."""
     with parts.lock:
         recovering = getattr(parts.index, "recovering", False)
+        mark = getattr(parts.index, "restart_mark", None)  # its process restarted: checked here
         log.warning("vector index disagrees with the records; repairing")
         have = parts.index.ids()
         parts.index.delete(have - parts.store.all_active_ids())
@@ -95,8 +96,8 @@ def repair(parts: Components) -> None:
                 parts.attach_embeddings(todo)
                 parts.index.upsert(todo)
         parts.index.flush()
-        if recovering:
-            parts.index.repaired()
+        if recovering or mark:
+            parts.index.repaired(mark)
         parts.replica.clear()
 
 

@@ -6,6 +6,8 @@ lazily from the record store (the source of truth) on their first search, kept c
 indexer and the synchronous write paths (both under the store's lock), and bounded by
 ``Settings.replica_budget_mb`` with least-recently-used users dropped first. A user who does not fit,
 and every user when the budget is 0, is served by the Milvus index, which stays the durable index.
+While the index's own process restarts (``IndexRestarting``), such a user's vectors are read from the
+record store for that search and scored here: the same exact answer, slower.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 from ..filters import SearchFilters
 from ..records import MemoryRecord, MemoryType, Source, Tier, Trust
 from ..storage.sql import RecordStore
-from ..storage.vectors import MilvusVectorIndex, VectorHit, opt_key
+from ..storage.vectors import IndexRestarting, MilvusVectorIndex, VectorHit, opt_key
 from .metacols import MetaColumns
 
 __all__ = ["UserVectors", "VectorReader"]
@@ -286,10 +288,18 @@ class VectorReader:
                filters: SearchFilters) -> list[VectorHit]:
         uv = self._resident((tenant_id, user_id))
         if uv is None:
-            if filters.metadata is not None:
-                return self._search_admitted(tenant_id, user_id, vector, k, filters)
-            return self.index.search(tenant_id, user_id, vector, k, filters)
+            try:
+                if filters.metadata is not None:
+                    return self._search_admitted(tenant_id, user_id, vector, k, filters)
+                return self.index.search(tenant_id, user_id, vector, k, filters)
+            except IndexRestarting:
+                uv = self._from_records((tenant_id, user_id))
         return uv.search(np.asarray(vector, dtype=np.float32)[None, :], k, filters)[0]
+
+    def _from_records(self, scope: Scope) -> UserVectors:
+        """One user's vectors read from the record store for one search, never kept (the index's process
+        is restarting)."""
+        return UserVectors(self.dim, self.store.user_vectors(*scope, self.model))
 
     def _search_admitted(self, tenant_id: str, user_id: str, vector: np.ndarray, k: int,
                          filters: SearchFilters) -> list[VectorHit]:
@@ -338,7 +348,12 @@ class VectorReader:
                 found = uv.search(queries, k, SearchFilters(), exclude)
                 out.update((r.memory_id, hits) for r, hits in zip(group, found))
             else:
-                hits = self.index.nearest(group, k=k + len(exclude))
+                try:
+                    hits = self.index.nearest(group, k=k + len(exclude))
+                except IndexRestarting:
+                    found = self._from_records(scope).search(queries, k, SearchFilters(), exclude)
+                    out.update((r.memory_id, hits) for r, hits in zip(group, found))
+                    continue
                 out.update((m, [h for h in hs if h.memory_id not in exclude][:k]) for m, hs in hits.items())
         return out
 

@@ -17,6 +17,14 @@ about a millisecond of Python and gRPC whatever its size). Searches see the note
 marker file beside the index says changes were noted but not applied, so a store reopened after a
 crash repairs the index from the records (``recovering``).
 
+The embedded index runs in a child process by default (``process="child"``,
+``portamem.storage.indexserver``): the store talks to it over loopback as to a Milvus server, and the
+serving process holds none of its rows. If the child dies, reads and writes that need it raise
+``IndexRestarting`` at once (vector reads fall back to the records, ``portamem.read.replica``; noted
+writes wait), the supervisor starts it again, the index reconnects, applies what was noted, and the
+indexer checks it against the records (``restarted``: ``portamem.background.upkeep.repair``).
+``process="inline"`` keeps milvus-lite on threads of this process.
+
 Users are spread over ``BUCKETS`` partitions by a hash of their scope (a search reads one bucket,
 a batch of writes is one call per bucket); a partition per user made each new user's first write
 rewrite milvus-lite's manifest of every partition (20 ms at 500 users, growing with them), each
@@ -43,9 +51,10 @@ import numpy as np
 from ..errors import StoreError, StoreLockedError, StoreOpenError, StoreUnreachableError
 from ..filters import SearchFilters
 from ..records import MemoryRecord, MemoryType, Source, Trust
+from . import indexserver
 from .quiet import LOCAL_CHANNEL_OPTIONS, lite_iteration
 
-__all__ = ["MilvusVectorIndex", "VectorHit", "scope_key", "collection_name", "collection_schema", "opt_key"]
+__all__ = ["MilvusVectorIndex", "IndexRestarting", "VectorHit", "scope_key", "collection_name", "collection_schema", "opt_key"]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +110,14 @@ def collection_schema(dim: int) -> Any:
     return s
 
 
+class IndexRestarting(StoreUnreachableError):
+    """The embedded index's process is down or restarting: vector reads fall back to the records."""
+
+
+#: how the embedded milvus-lite index runs: its own supervised process, or threads of this one
+VECTOR_PROCESSES = ("child", "inline")
+
+
 @dataclass(frozen=True)
 class VectorHit:
     memory_id: str
@@ -134,7 +151,10 @@ class MilvusVectorIndex:
         dim: int,
         token: str | None = None,
         partition_per_user: bool = True,
+        process: str = "inline",
     ) -> None:
+        if process not in VECTOR_PROCESSES:
+            raise StoreOpenError(f"process must be one of {VECTOR_PROCESSES}, got {process!r}")
         self.uri = uri
         self.dim = dim
         self.model = model
@@ -157,11 +177,29 @@ class MilvusVectorIndex:
         #: collections made before buckets keep a partition per user
         self._per_user = False
         self._consistency: dict[str, str] = {"consistency_level": "Strong"} if self.remote else {}
+        #: the supervised child serving the embedded index (None: inline or a server's URI)
+        self._server: indexserver.IndexServer | None = None
+        #: the child's generation this index's client is connected to
+        self._generation = 0
+        #: restarts of the child this index reconnected after, and how many of them a repair covered
+        self._restarts = 0
+        self._repaired_restarts = 0
         if self._local:
             if not uri.endswith(".db"):
                 raise StoreOpenError(f"a milvus-lite index path must end in .db, got {uri!r}")
             uri = self.uri = os.path.abspath(uri)
-            _acquire_local(uri)
+            # one process serves a directory one way: a second opener takes whatever the first started
+            with _LOCAL_LOCK:
+                inline_open = bool(_LOCAL_USERS.get(uri))
+            if uri in indexserver.running() or (process == "child" and not inline_open):
+                Path(uri).parent.mkdir(parents=True, exist_ok=True)
+                self._server = indexserver.acquire(uri)
+                self._generation = self._server.generation
+                uri = self._server.uri
+            else:
+                _acquire_local(uri)
+        #: how this index runs: "child", "inline" or "server"
+        self.process = "server" if self.remote else "child" if self._server is not None else "inline"
         #: the embedded index is written by a background thread (see the module docstring)
         self.deferred = self._local
         self._marker = Path(self.uri + ".pending") if self._local else None
@@ -173,7 +211,7 @@ class MilvusVectorIndex:
             kwargs: dict[str, Any] = {"uri": uri}
             if token:
                 kwargs["token"] = token
-            if self._local:  # an in-process server: no keepalive pings for it to refuse (``storage.quiet``)
+            if self._local:  # a milvus-lite server of ours: no keepalive pings for it to refuse (``storage.quiet``)
                 kwargs["grpc_options"] = dict(LOCAL_CHANNEL_OPTIONS)
             try:
                 self.client = MilvusClient(**kwargs)
@@ -188,6 +226,8 @@ class MilvusVectorIndex:
             except Exception as exc:
                 self.client.close()
                 raise StoreOpenError(f"cannot prepare collection {self.name} in {uri}: {exc}") from exc
+            if self._server is not None:
+                self._server.listen(self._reconnect)
         except StoreOpenError:
             self._release()
             raise
@@ -196,8 +236,8 @@ class MilvusVectorIndex:
             raise StoreOpenError(f"cannot open vector index {uri}: {exc}") from exc
 
     # ---------------------------------------------------------------- setup
-    def _ensure_collection(self) -> None:
-        c = self.client
+    def _ensure_collection(self, client: Any = None) -> None:
+        c = self.client if client is None else client
         if not c.has_collection(self.name):
             try:
                 c.create_collection(self.name, schema=collection_schema(self.dim), index_params=self._index_params(),
@@ -211,7 +251,9 @@ class MilvusVectorIndex:
         self._per_user = any(len(p) == 17 and p.startswith("p") for p in self._partitions)
 
     def _index_params(self) -> Any:
-        ip = self.client.prepare_index_params()
+        from pymilvus import MilvusClient
+
+        ip = MilvusClient.prepare_index_params()
         # FLAT: exact. milvus-lite's HNSW loses most neighbours under a selective filter.
         ip.add_index(field_name="vec", index_type="FLAT", metric_type="COSINE")
         return ip
@@ -237,6 +279,70 @@ class MilvusVectorIndex:
                         raise
                 return
             time.sleep(0.05)
+
+    # ---------------------------------------------------------------- the child process
+    def _check_up(self) -> None:
+        """Raise ``IndexRestarting`` while the child is down or this index has not reconnected to it yet."""
+        server = self._server
+        if server is not None and (not server.up or self._generation != server.generation):
+            raise IndexRestarting(f"the vector index process for {self.uri} is restarting", self.uri)
+
+    def _down(self, exc: BaseException) -> BaseException:
+        """What a failed call raises: ``IndexRestarting`` when the child died under it, else the error."""
+        server = self._server
+        if server is not None and (not server.up or self._generation != server.generation):
+            return IndexRestarting(f"the vector index process for {self.uri} went down: {exc}", self.uri)
+        return exc
+
+    def _reconnect(self, server: indexserver.IndexServer) -> None:
+        """The child was started again (the supervisor's thread): connect to it, load the collection,
+        then apply what was noted meanwhile and have the indexer check the index against the records."""
+        from pymilvus import MilvusClient
+
+        if self._client_closed:
+            return
+        client = MilvusClient(uri=server.uri, grpc_options=dict(LOCAL_CHANNEL_OPTIONS))
+        try:
+            with self._lock:
+                if self._client_closed:
+                    raise StoreError("closed")
+                old, self.client = self.client, client
+                try:
+                    self._ensure_collection()
+                except BaseException:
+                    self.client = old
+                    raise
+                self._generation = server.generation
+                self._unflushed = 0
+        except BaseException:
+            client.close()
+            if self._client_closed:
+                return
+            raise
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001 - the channel to the dead child
+            pass
+        with self._noted_cond:
+            self._restarts += 1
+            self._noted_cond.notify_all()
+        log.warning("reconnected to the restarted vector index process for %s; checking it against the records",
+                    self.uri)
+
+    @property
+    def restarted(self) -> bool:
+        """The child was restarted since the records last checked the index: the indexer repairs it."""
+        return self._restarts != self._repaired_restarts
+
+    @property
+    def restart_mark(self) -> int:
+        """Pass to ``repaired`` what a repair begun now covers."""
+        return self._restarts
+
+    @property
+    def server_pid(self) -> int | None:
+        """The pid of the child serving this index (None: inline or a server's URI)."""
+        return None if self._server is None else self._server.pid
 
     def _partition(self, key: int) -> str:
         if not self.partition_per_user:
@@ -308,14 +414,18 @@ class MilvusVectorIndex:
                 by_partition.setdefault(self._partition(int(key)), []).append(
                     {**row, "vec": row["vec"].tolist()})  # type: ignore[arg-type]
         with self._lock:
-            for partition, rows in by_partition.items():
-                self._ensure_partition(partition)
-                self.client.upsert(self.name, rows, partition_name=partition)
-                self._unflushed += len(rows)
-            for start in range(0, len(gone), 500):
-                self.client.delete(self.name, ids=gone[start:start + 500])
-            self._unflushed += len(gone)
-            self._maybe_flush()
+            self._check_up()
+            try:
+                for partition, rows in by_partition.items():
+                    self._ensure_partition(partition)
+                    self.client.upsert(self.name, rows, partition_name=partition)
+                    self._unflushed += len(rows)
+                for start in range(0, len(gone), 500):
+                    self.client.delete(self.name, ids=gone[start:start + 500])
+                self._unflushed += len(gone)
+                self._maybe_flush()
+            except Exception as exc:
+                raise self._down(exc) from exc
 
     # ---------------------------------------------------------------- writes off the caller's path
     def _note(self, changes: list[tuple[str, tuple[int | None, dict[str, Any] | None]]]) -> None:
@@ -341,10 +451,12 @@ class MilvusVectorIndex:
         elif not self.recovering:
             self._marker.unlink(missing_ok=True)
 
-    def repaired(self) -> None:
-        """The records have brought the index in line (``portamem.background.upkeep.repair``)."""
+    def repaired(self, mark: int | None = None) -> None:
+        """The records have brought the index in line (``portamem.background.upkeep.repair``); ``mark``:
+        ``restart_mark`` when the repair began (a restart since then needs another)."""
         with self._noted_cond:
             self.recovering = False
+            self._repaired_restarts = self._restarts if mark is None else mark
             if not self._noted and not self._applying:
                 self._mark(False)
 
@@ -363,6 +475,8 @@ class MilvusVectorIndex:
             try:
                 self._apply(self._applying)
                 failed = None
+            except IndexRestarting as exc:  # the supervisor restarts it: tried again after the reconnect
+                failed = f"{type(exc).__name__}: {exc}"
             except Exception as exc:  # noqa: BLE001 - kept noted and tried again; searches still see them
                 log.exception("vector index write failed; retrying")
                 failed = f"{type(exc).__name__}: {exc}"
@@ -375,6 +489,8 @@ class MilvusVectorIndex:
                     self._mark(False)
                 self._noted_cond.notify_all()
                 if failed is not None:
+                    if self._closed:  # the marker stays: the next open repairs the index from the records
+                        return
                     self._noted_cond.wait(1.0)
 
     def drain(self, timeout: float | None = None) -> None:
@@ -426,6 +542,7 @@ class MilvusVectorIndex:
     def _flush_client(self) -> None:
         with self._lock:
             if self._unflushed:
+                self._check_up()
                 self.client.flush(self.name)
                 self._unflushed = 0
 
@@ -434,6 +551,7 @@ class MilvusVectorIndex:
         (an erasure). milvus-lite has no such call: its index is rebuilt instead."""
         self.drain()
         with self._lock:
+            self._check_up()
             self.client.compact(self.name)
 
     def drop(self) -> None:
@@ -441,6 +559,7 @@ class MilvusVectorIndex:
             self._noted.clear()
         self.drain()
         with self._lock:
+            self._check_up()
             if self.client.has_collection(self.name):
                 self.client.drop_collection(self.name)
             self._unflushed = 0
@@ -482,17 +601,21 @@ class MilvusVectorIndex:
         limit = min(max(k, depth or 0) + len(hidden), self.MAX_LIMIT)
         while self._has_partition(partition):
             with self._lock:
-                result = self.client.search(
+                self._check_up()
+                try:
+                    result = self.client.search(
                     self.name,
-                    data=vectors,
-                    anns_field="vec",
-                    limit=limit,
-                    filter=self._expression(key, filters),
-                    partition_names=[partition],
-                    search_params={"metric_type": "COSINE"},
-                    output_fields=[],
-                    **self._consistency,
-                )
+                        data=vectors,
+                        anns_field="vec",
+                        limit=limit,
+                        filter=self._expression(key, filters),
+                        partition_names=[partition],
+                        search_params={"metric_type": "COSINE"},
+                        output_fields=[],
+                        **self._consistency,
+                    )
+                except Exception as exc:
+                    raise self._down(exc) from exc
             found = [[VectorHit(str(h["id"]), float(h["distance"])) for h in hits
                       if str(h["id"]) not in hidden and (only is None or str(h["id"]) in only)]
                      for hits in result]
@@ -541,6 +664,7 @@ class MilvusVectorIndex:
         # milvus-lite answers a filtered count by reading every matching row (12.5 s and +1.6 GB at 100k
         # rows); with no filter it reads its row count (0.1 s). A server wants the filter.
         with self._lock:
+            self._check_up()
             rows = self.client.query(self.name, filter="" if self.lite else self._ALL, output_fields=["count(*)"],
                                      **self._consistency)
         return int(rows[0]["count(*)"])
@@ -549,6 +673,7 @@ class MilvusVectorIndex:
         self.drain()
         out: set[str] = set()
         with self._lock, lite_iteration() if self.lite else nullcontext():  # milvus-lite has no mvccTs to give
+            self._check_up()
             it = self.client.query_iterator(self.name, batch_size=5000, filter=self._ALL, output_fields=["id"],
                                             **self._consistency)
             try:
@@ -570,6 +695,8 @@ class MilvusVectorIndex:
             self._noted_cond.notify_all()
         if self._writer is not None:
             self._writer.join()
+        if self._server is not None:
+            self._server.unlisten(self._reconnect)
         with self._lock:
             if self._client_closed:
                 return
@@ -577,6 +704,8 @@ class MilvusVectorIndex:
             try:
                 if self._local:  # a server keeps unsealed rows in its log: nothing is lost unflushed
                     self._flush_client()
+            except IndexRestarting:  # its log holds what was applied; the marker covers what was not
+                log.warning("closing the vector index while its process restarts")
             finally:
                 try:
                     self.client.close()
@@ -586,7 +715,10 @@ class MilvusVectorIndex:
     def _release(self) -> None:
         if self._local:
             self._local = False
-            _release_local(self.uri)
+            if self._server is not None:
+                indexserver.release(self._server)
+            else:
+                _release_local(self.uri)
 
 
 def _admits(row: dict[str, Any], f: SearchFilters) -> bool:
