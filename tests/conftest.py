@@ -15,6 +15,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# the embedded vector index inline: a child process per store costs about 0.8 s to start, and the suites
+# open thousands; tests/core/test_index_process.py and the switching env (tox.ini) run the child
+os.environ.setdefault("PORTAMEM_VECTOR_PROCESS", "inline")
 
 from portamem import Memory, Settings  # noqa: E402
 from portamem.embedding.embedders import Embedder, get_embedder  # noqa: E402
