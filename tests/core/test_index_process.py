@@ -164,9 +164,11 @@ def test_a_killed_parent_leaves_no_orphan(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("budget", [0.0, 512.0], ids=["index", "replica"])
-def test_kill_9_search_falls_back_and_the_index_catches_up(tmp_path: Path, hashed: Embedder, budget: float) -> None:
+def test_kill_9_search_falls_back_and_the_index_catches_up(tmp_path: Path, hashed: Embedder, budget: float,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Save, kill -9 the child, search (it answers, from the records), save more, then after the restart
     every acknowledged memory is found by a vector search. Budget 0: every vector search goes to the index."""
+    monkeypatch.setattr(indexserver.IndexServer, "RESTART_DELAY_S", 3.0)  # down while the test looks
     mem = _open(tmp_path / "s", hashed, replica_budget_mb=budget)
     try:
         before = [mem.save_memory(f"note {i}: the {w} is in the drawer", user_id="u").memory_id
@@ -228,3 +230,16 @@ def test_close_while_the_child_restarts(tmp_path: Path, hashed: Embedder) -> Non
         assert saved.memory_id in again.index.ids()
     finally:
         again.close()
+
+
+def test_a_child_that_cannot_start_leaves_the_index_inline(tmp_path: Path, hashed: Embedder,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indexserver, "CHILD", "raise SystemExit(5)")
+    mem = _open(tmp_path / "s", hashed)
+    try:
+        assert mem.index.process == "inline"
+        mem.save_memory("kept all the same", user_id="u")
+        mem.flush()
+        assert mem.index.count() == 1
+    finally:
+        mem.close()

@@ -12,8 +12,8 @@ to it as to any Milvus server: the serving process keeps only the replica.
   second), so a parent killed with ``kill -9`` leaves no orphan.
 - milvus-lite locks its directory (``<dir>/LOCK``): a second process opening the same directory gets
   ``StoreLockedError``, as it does with the inline index.
-- A child that dies is started again (after 0.2 s, doubling to at most ``MAX_BACKOFF_S`` while it keeps
-  dying); ``generation`` counts the starts and the listeners are told the new address once it answers,
+- A child that dies is started again (after ``RESTART_DELAY_S``, doubling to at most ``MAX_BACKOFF_S``
+  while it keeps dying); ``generation`` counts the starts and the listeners are told the new address once it answers,
   so the index reconnects and has its rows checked against the records (``MilvusVectorIndex``). While
   it is down, ``up`` is False and vector reads fall back to the records (``portamem.read.replica``).
 
@@ -83,7 +83,8 @@ class IndexServer:
     START_TIMEOUT_S = 120.0
     #: how long a stopping child may take to close its directory before it is killed
     STOP_TIMEOUT_S = 30.0
-    #: the longest wait between two starts of a child that keeps dying
+    #: the wait before a dead child is started again, doubled while it keeps dying, up to ``MAX_BACKOFF_S``
+    RESTART_DELAY_S = 0.2
     MAX_BACKOFF_S = 30.0
 
     def __init__(self, path: str) -> None:
@@ -157,7 +158,7 @@ class IndexServer:
                 self._listeners.remove(callback)
 
     def _watch(self) -> None:
-        backoff = 0.2
+        backoff = self.RESTART_DELAY_S
         while True:
             proc = self.proc
             assert proc is not None
@@ -188,7 +189,7 @@ class IndexServer:
                 except Exception:  # noqa: BLE001 - that index retries on its own
                     log.exception("reconnecting to the restarted vector index failed")
             if time.monotonic() - started > 60:
-                backoff = 0.2
+                backoff = self.RESTART_DELAY_S
 
     def stop(self) -> None:
         """Stop the child (it flushes and closes the directory) and its supervision. Idempotent."""

@@ -193,7 +193,13 @@ class MilvusVectorIndex:
                 inline_open = bool(_LOCAL_USERS.get(uri))
             if uri in indexserver.running() or (process == "child" and not inline_open):
                 Path(uri).parent.mkdir(parents=True, exist_ok=True)
-                self._server = indexserver.acquire(uri)
+                try:
+                    self._server = indexserver.acquire(uri)
+                except StoreLockedError:
+                    raise
+                except (StoreOpenError, OSError) as exc:  # no interpreter to start, say: the store still opens
+                    log.warning("cannot start the vector index process (%s); running it inline", exc)
+            if self._server is not None:
                 self._generation = self._server.generation
                 uri = self._server.uri
             else:
