@@ -243,3 +243,38 @@ def test_a_child_that_cannot_start_leaves_the_index_inline(tmp_path: Path, hashe
         assert mem.index.count() == 1
     finally:
         mem.close()
+
+
+def test_reopened_while_the_last_user_closes(tmp_path: Path, hashed: Embedder) -> None:
+    """An open that meets the directory's child stopping waits for it to let the directory go."""
+    import threading
+
+    first = _open(tmp_path / "s", hashed)
+    first.save_memory("still there", user_id="u")
+    first.flush()
+    closing = threading.Thread(target=first.close)
+    closing.start()
+    second = _open(tmp_path / "s", hashed)
+    closing.join()
+    try:
+        assert second.index.count() == 1
+    finally:
+        second.close()
+
+
+def test_a_fork_does_not_stop_its_parents_child(tmp_path: Path, hashed: Embedder) -> None:
+    mem = _open(tmp_path / "s", hashed)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the fork exits through the interpreter's exit handlers
+            try:
+                indexserver._stop_all()
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        assert mem.index._server is not None and mem.index._server.up
+        mem.save_memory("after the fork", user_id="u")
+        mem.flush()
+        assert mem.index.count() == 1
+    finally:
+        mem.close()

@@ -101,6 +101,10 @@ class IndexServer:
         self._stopping = False
         self._listeners: list[Callable[[IndexServer], None]] = []
         self._monitor: threading.Thread | None = None
+        #: the process that started the child (a forked copy of this object must not stop it)
+        self._owner = os.getpid()
+        #: set once the child has stopped for good
+        self.stopped = threading.Event()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -193,6 +197,9 @@ class IndexServer:
 
     def stop(self) -> None:
         """Stop the child (it flushes and closes the directory) and its supervision. Idempotent."""
+        if os.getpid() != self._owner:  # a fork of the process that started it: not ours to stop
+            self.stopped.set()
+            return
         with self._lock:
             self._stopping = True
             proc = self.proc
@@ -200,6 +207,7 @@ class IndexServer:
             self._end(proc)
         if self._monitor is not None and self._monitor is not threading.current_thread():
             self._monitor.join(self.STOP_TIMEOUT_S)
+        self.stopped.set()
 
     def _end(self, proc: subprocess.Popen[bytes]) -> None:
         """Close the child's stdin (it stops cleanly), then terminate and kill it if it lingers."""
@@ -238,19 +246,28 @@ def _read_line(fd: int, timeout: float) -> str:
 
 # ---------------------------------------------------------------------- one child per directory
 _SERVERS: dict[str, IndexServer] = {}
+#: children being stopped: a new child of the same directory waits for its lock to be let go
+_CLOSING: dict[str, IndexServer] = {}
 _LOCK = threading.Lock()
 
 
 def acquire(path: str) -> IndexServer:
     """The running child of the directory ``path`` (an absolute path), started on its first user."""
-    with _LOCK:
-        server = _SERVERS.get(path)
-        if server is None:
-            server = IndexServer(path)
-            server.start()
-            _SERVERS[path] = server
-        server.users += 1
-        return server
+    while True:
+        with _LOCK:
+            closing = _CLOSING.get(path)
+            if closing is None:
+                server = _SERVERS.get(path)
+                if server is None:
+                    server = IndexServer(path)
+                    server.start()
+                    _SERVERS[path] = server
+                server.users += 1
+                return server
+        closing.stopped.wait(IndexServer.STOP_TIMEOUT_S)
+        with _LOCK:
+            if _CLOSING.get(path) is closing:
+                del _CLOSING[path]
 
 
 def release(server: IndexServer) -> None:
@@ -261,7 +278,13 @@ def release(server: IndexServer) -> None:
             return
         if _SERVERS.get(server.path) is server:
             del _SERVERS[server.path]
-    server.stop()
+        _CLOSING[server.path] = server
+    try:
+        server.stop()
+    finally:
+        with _LOCK:
+            if _CLOSING.get(server.path) is server:
+                del _CLOSING[server.path]
 
 
 def running() -> dict[str, IndexServer]:
