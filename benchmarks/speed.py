@@ -11,7 +11,8 @@ Each figure is printed beside a baseline measured in the same run on the same ma
   langchain-classic and rank-bm25 are installed (``pip install 'portamem[bench]'``);
 - acknowledged save: the embedding of the same text alone (what a save that embeds cannot beat);
 - batched writes: the embedder's own rate; index lag: measured at 80 % of that rate;
-- RSS: the raw float32 vectors of the N memories.
+- RSS: the raw float32 vectors of the N memories; the vector index's own process
+  (``Settings.vector_process``) apart (``benchmarks/memory.py`` compares it with the index inline).
 
 Filling runs through the public import path with precomputed vectors; ``--vector-cache DIR`` keeps
 them between runs (the default e5 embedder makes ~36 texts/s on 2 cores, ~45 min for 100k).
@@ -63,10 +64,11 @@ PROJECTS = ("apollo", "gemini", "mercury", "vostok")
 FILTER = {"metadata": {"project": "apollo", "priority": {"$gte": 2}}}
 
 
-def _rss_mb() -> float:
+def _rss_mb(pid: int | None = None) -> float:
+    """RSS of this process, or of ``pid`` (the vector index's own process; 0 when it runs inline)."""
     import psutil
 
-    return psutil.Process().memory_info().rss / 2**20
+    return psutil.Process(pid).memory_info().rss / 2**20 if pid or pid is None else 0.0
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -232,7 +234,7 @@ def main() -> None:
             fill(mem, others[u * 50:(u + 1) * 50], vectors[args.n + u * 50:args.n + (u + 1) * 50], f"other{u}")
         mem.flush()
         gc.collect()
-        rss_filled = _rss_mb()
+        rss_filled, index_filled = _rss_mb(), _rss_mb(mem.index.server_pid or 0)
 
         # ---- search: planted questions, each asked once (no query-cache hits)
         questions = [(q, [evidence[f"{c.sample_id}/{e}"] for e in q.evidence if f"{c.sample_id}/{e}" in evidence])
@@ -241,7 +243,7 @@ def main() -> None:
         matrix = vectors[:args.n]  # the same vectors the store holds
         mem.search_memory("warm up", user_id="bench")  # loads the read replica
         gc.collect()
-        rss_searched = _rss_mb()
+        rss_searched, index_searched = _rss_mb(), _rss_mb(mem.index.server_pid or 0)
         lat, base, found, found_base = [], [], 0, 0
         for q, ev in questions:
             t = time.perf_counter()
@@ -327,7 +329,9 @@ def main() -> None:
 
     raw = args.n * embedder.dim * 4 / 2**20
     figures += [(f"RSS growth, store filled with {args.n:,} (MB)", rss_filled - rss0, "raw float32 vectors (MB)", raw),
-                ("RSS growth with the replica loaded (MB)", rss_searched - rss0, "raw float32 vectors (MB)", raw)]
+                ("RSS growth with the replica loaded (MB)", rss_searched - rss0, "raw float32 vectors (MB)", raw),
+                ("RSS of the index's own process, filled (MB)", index_filled, "-", float("nan")),
+                ("RSS of the index's own process, searched (MB)", index_searched, "-", float("nan"))]
     _report(args, embedder, embed_s, fill_s, figures)
 
 
