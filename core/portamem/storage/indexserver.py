@@ -234,7 +234,7 @@ def _read_line(fd: int, timeout: float) -> str:
     while b"\n" not in data:
         left = deadline - time.monotonic()
         if left <= 0:
-            return "ERROR timeout no answer within %d s" % timeout
+            return f"ERROR timeout: no answer within {timeout:.0f} s"
         ready, _, _ = select.select([fd], [], [], left)
         if ready:
             chunk = os.read(fd, 4096)

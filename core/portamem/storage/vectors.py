@@ -54,7 +54,8 @@ from ..records import MemoryRecord, MemoryType, Source, Trust
 from . import indexserver
 from .quiet import LOCAL_CHANNEL_OPTIONS, lite_iteration
 
-__all__ = ["MilvusVectorIndex", "IndexRestarting", "VectorHit", "scope_key", "collection_name", "collection_schema", "opt_key"]
+__all__ = ["MilvusVectorIndex", "IndexRestarting", "VectorHit", "scope_key", "collection_name", "collection_schema",
+           "opt_key"]
 
 log = logging.getLogger(__name__)
 
@@ -242,8 +243,8 @@ class MilvusVectorIndex:
             raise StoreOpenError(f"cannot open vector index {uri}: {exc}") from exc
 
     # ---------------------------------------------------------------- setup
-    def _ensure_collection(self, client: Any = None) -> None:
-        c = self.client if client is None else client
+    def _ensure_collection(self) -> None:
+        c = self.client
         if not c.has_collection(self.name):
             try:
                 c.create_collection(self.name, schema=collection_schema(self.dim), index_params=self._index_params(),
@@ -257,9 +258,7 @@ class MilvusVectorIndex:
         self._per_user = any(len(p) == 17 and p.startswith("p") for p in self._partitions)
 
     def _index_params(self) -> Any:
-        from pymilvus import MilvusClient
-
-        ip = MilvusClient.prepare_index_params()
+        ip = self.client.prepare_index_params()
         # FLAT: exact. milvus-lite's HNSW loses most neighbours under a selective filter.
         ip.add_index(field_name="vec", index_type="FLAT", metric_type="COSINE")
         return ip
