@@ -142,9 +142,10 @@ class IndexServer:
 
     @property
     def up(self) -> bool:
-        """Whether the child of the current generation answered and is running."""
+        """Whether the child of the current generation answered and is running (``returncode``, set by the
+        supervisor's wait: ``poll`` from another thread answers None while that wait reaps the child)."""
         proc = self._answered
-        return proc is not None and proc is self.proc and proc.poll() is None and not self._stopping
+        return proc is not None and proc is self.proc and proc.returncode is None and not self._stopping
 
     @property
     def pid(self) -> int | None:
@@ -167,6 +168,9 @@ class IndexServer:
             proc = self.proc
             assert proc is not None
             proc.wait()
+            with self._lock:
+                if self._answered is proc:
+                    self._answered = None
             if self._stopping:
                 return
             log.warning("the vector index process for %s exited (status %s); restarting it",

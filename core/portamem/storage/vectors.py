@@ -194,6 +194,8 @@ class MilvusVectorIndex:
                 inline_open = bool(_LOCAL_USERS.get(uri))
             if uri in indexserver.running() or (process == "child" and not inline_open):
                 Path(uri).parent.mkdir(parents=True, exist_ok=True)
+                if uri not in indexserver.running():
+                    _check_not_locked(Path(uri))  # before a child is started only to find it locked
                 try:
                     self._server = indexserver.acquire(uri)
                 except StoreLockedError:
@@ -220,6 +222,8 @@ class MilvusVectorIndex:
                 kwargs["token"] = token
             if self._local:  # a milvus-lite server of ours: no keepalive pings for it to refuse (``storage.quiet``)
                 kwargs["grpc_options"] = dict(LOCAL_CHANNEL_OPTIONS)
+            if self._server is not None:  # a channel of its own: pymilvus shares one per address, and a
+                kwargs["dedicated"] = True  # restarted child may get the port of one that is gone
             try:
                 self.client = MilvusClient(**kwargs)
             except Exception as exc:
@@ -293,11 +297,17 @@ class MilvusVectorIndex:
             raise IndexRestarting(f"the vector index process for {self.uri} is restarting", self.uri)
 
     def _down(self, exc: BaseException) -> BaseException:
-        """What a failed call raises: ``IndexRestarting`` when the child died under it, else the error."""
+        """What a failed call raises: ``IndexRestarting`` when the child died under it (the supervisor
+        notices within moments: waited for up to a second), else the error."""
         server = self._server
-        if server is not None and (not server.up or self._generation != server.generation):
-            return IndexRestarting(f"the vector index process for {self.uri} went down: {exc}", self.uri)
-        return exc
+        if server is None:
+            return exc
+        deadline = time.monotonic() + 1.0
+        while server.up and self._generation == server.generation:
+            if time.monotonic() >= deadline:
+                return exc
+            time.sleep(0.02)
+        return IndexRestarting(f"the vector index process for {self.uri} went down: {exc}", self.uri)
 
     def _reconnect(self, server: indexserver.IndexServer) -> None:
         """The child was started again (the supervisor's thread): connect to it, load the collection,
@@ -306,7 +316,7 @@ class MilvusVectorIndex:
 
         if self._client_closed:
             return
-        client = MilvusClient(uri=server.uri, grpc_options=dict(LOCAL_CHANNEL_OPTIONS))
+        client = MilvusClient(uri=server.uri, grpc_options=dict(LOCAL_CHANNEL_OPTIONS), dedicated=True)
         try:
             with self._lock:
                 if self._client_closed:
