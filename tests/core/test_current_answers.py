@@ -168,3 +168,20 @@ def test_the_line_that_outdates_another_says_what_it_replaced() -> None:
     assert prompt.splitlines()[-1].endswith(moved.content)  # the older text in the bracket, the newer as the line
     back = load_hit(dump_hit(shown[0]))
     assert back.replaces == shown[0].replaces
+
+
+@pytest.mark.parametrize(("question", "lines", "first"), [
+    # what the question measures puts the line in its unit first, whatever other amounts stand above it
+    ("我现在多重？", [("膝盖有点疼，先减到每周25公里。", 3, 0.6), ("体重降到74公斤了，开心。", 2, 0.4)], "74公斤"),
+    ("豆豆多高？", [("我家宝宝叫豆豆，八个月大了", 0, 0.6), ("身高长到75厘米了", 5, 0.4)], "75厘米"),
+    ("How much does Biscuit weigh?", [("Biscuit is 4 years old", 0, 0.6), ("she weighs 27 kg", 1, 0.3)], "27 kg"),
+    ("How far is the run?", [("it costs £12 to enter", 0, 0.6), ("the route is 21 km", 1, 0.3)], "21 km"),
+])
+def test_the_line_in_the_asked_unit_comes_first(question: str, lines: list[tuple[str, int, float]], first: str) -> None:
+    kept, _ = current_answers(question, [_hit(t, d, s) for t, d, s in lines])
+    assert first in kept[0].content
+
+
+def test_chinese_units_of_length_and_months_are_amounts() -> None:
+    assert [(v.text, v.unit) for v in values("身高长到75厘米了", "amount")] == [("75厘米", "厘米")]
+    assert [v.unit for v in values("我家宝宝八个月大了", "amount")] == ["个月"]

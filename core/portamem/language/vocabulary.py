@@ -60,9 +60,9 @@ _UNITS = (r"k|m|bn|kg|kgs|km|kms|g|cm|mm|m2|%|lbs?|pounds?|euros?|dollars?|quid|
           r"minutes?|mins?|people|guests|persons?|days|nights|weeks|months|years|mb|gb|tb|mbps|miles?|percent")
 #: an amount: a number with its unit (``unit``, ``zh`` or ``zhw`` names it), or Chinese numerals before one
 AMOUNT = re.compile(
-    r"\d+(?:\.\d+)?\s*(?P<zh>万\d*|千|百|元|块钱?|公斤|斤|公里|千米|米|兆|个|人|桌|岁|天|周|年|个月|小时|分钟|平米?)"
+    r"\d+(?:\.\d+)?\s*(?P<zh>万\d*|千|百|元|块钱?|公斤|斤|公里|千米|厘米|毫米|公分|米|兆|个月|个|人|桌|岁|天|周|年|小时|分钟|平米?)"
     rf"|(?:[£$€¥]\s?)?\d+(?:[.,]\d+)*(?:\s?(?P<unit>{_UNITS})\b)?"
-    r"|[一二两三四五六七八九十百千万]+\s*(?P<zhw>万|千|百|元|块|公斤|斤|公里|个|人|桌|岁|天|周|小时|分钟)", re.I)
+    r"|[一二两三四五六七八九十百千万]+\s*(?P<zhw>万|千|百|元|块|公斤|斤|公里|厘米|公分|个月|个|人|桌|岁|天|周|小时|分钟)", re.I)
 CURRENCY = re.compile(r"[£$€¥]")
 
 _KINDS = (("weekday", re.compile(_WEEKDAY, re.I)), ("date", re.compile(_CALENDAR, re.I)),

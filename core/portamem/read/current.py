@@ -125,10 +125,32 @@ def _replaces(newer: _Holder, older: _Holder) -> bool:
     return bool(older.said & newer.said) and bool(newer.said - older.said)
 
 
-def _holders_first(hits: list[SearchHit], holders: Mapping[str, object]) -> list[SearchHit]:
+#: what a question measures, and the units a value of it is given in: "How much does Biscuit weigh?" is
+#: answered in kilograms, "豆豆多高？" in centimetres, whatever other amounts the lines near it give
+_DIMENSIONS = (
+    (re.compile(r"\bweigh|\bweight\b|\bheavy\b|多重|体重|几公斤|几斤", re.I),
+     re.compile(r"^(?:kgs?|g|lbs?|pounds?|stone|公斤|斤|千克|克)$", re.I)),
+    (re.compile(r"\bhow tall\b|\bheight\b|多高|身高|个子", re.I),
+     re.compile(r"^(?:cm|mm|m|ft|feet|inch(?:es)?|米|厘米|公分)$", re.I)),
+    (re.compile(r"\bhow far\b|\bdistance\b|多远|几公里|距离", re.I),
+     re.compile(r"^(?:km|kms|miles?|m|公里|千米|米)$", re.I)),
+)
+
+
+def _asked_units(question: str) -> re.Pattern[str] | None:
+    return next((units for asks, units in _DIMENSIONS if asks.search(question)), None)
+
+
+def _holders_first(hits: list[SearchHit], holders: Mapping[str, object],
+                   units: re.Pattern[str] | None = None) -> list[SearchHit]:
     """The hits that give a value of the asked kind before those that give none ("when?" is answered
-    by a line with a date), each group in its order."""
-    return [h for h in hits if h.memory_id in holders] + [h for h in hits if h.memory_id not in holders]
+    by a line with a date), each group in its order; with ``units``, what the question measures, the
+    hits giving a value in one of them first."""
+    def measures(h: SearchHit) -> bool:
+        holder = holders.get(h.memory_id)
+        return units is not None and holder is not None and any(units.match(u) for u in holder.units)  # type: ignore[attr-defined]
+    return ([h for h in hits if measures(h)] + [h for h in hits if h.memory_id in holders and not measures(h)]
+            + [h for h in hits if h.memory_id not in holders])
 
 
 def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[SearchHit], dict[str, float]]:
@@ -157,7 +179,7 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
         if newer:
             outdated[older.hit.memory_id] = max(newer, key=lambda n: n.hit.record.created_at).hit.memory_id
     if not outdated:
-        return _holders_first(list(hits), holders), {}
+        return _holders_first(list(hits), holders, _asked_units(question)), {}
     # follow a chain (120 -> 85 -> 95) to its end: the last holder takes every rank it replaced
     def last(memory_id: str) -> str:
         seen = set()
@@ -173,6 +195,6 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
             rank[current] = rank[older_id]
         score[current] = max(score[current], score[older_id])
     kept = _holders_first(sorted((h for h in hits if h.memory_id not in outdated),
-                                 key=lambda h: (rank[h.memory_id], -h.score)), holders)
+                                 key=lambda h: (rank[h.memory_id], -h.score)), holders, _asked_units(question))
     moved = {h.memory_id: score[h.memory_id] for h in kept if score[h.memory_id] > h.score}
     return kept, moved
