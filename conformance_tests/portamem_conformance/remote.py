@@ -10,6 +10,7 @@ as the process-restart contract and the cross-process matrix do in child process
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -24,8 +25,12 @@ from typing import Any
 
 from portamem.client import RemoteMemory
 from portamem.config import Settings
+from portamem.errors import PortamemError
 
 from .driver import MemoryDriver
+
+#: how long closing a handle waits for the server to settle its writes
+FLUSH_S = 60.0
 
 __all__ = ["ServerProcess", "RemoteDriver", "URL_ENV", "KEYS_ENV", "BASE_ENV"]
 
@@ -162,10 +167,19 @@ class RemoteDriver:
         return handle
 
     def close(self, handle: Any) -> None:
-        self.base.close(handle)
+        """Close as a local store closes: its writes settled first. A local ``Memory.close`` waits for
+        its indexer, so a reopened store sees each write reviewed (a changed value superseded); the
+        server keeps indexing after a client leaves, so the handle asks it to settle (``/v1/flush``).
+        A server that is gone (a test killed it) has nothing to settle."""
         remote = self._remotes.pop(id(handle), None)
-        if remote is not None:
-            remote.close()
+        try:
+            if remote is not None:
+                with contextlib.suppress(PortamemError):
+                    remote.flush(FLUSH_S)
+        finally:
+            self.base.close(handle)
+            if remote is not None:
+                remote.close()
 
     def remember(self, handle: Any, text: str) -> str:
         return self.base.remember(handle, text)
