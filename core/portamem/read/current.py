@@ -162,6 +162,7 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
     if kind is None or len(hits) < 2:
         return list(hits), {}
     asked = _question_words(question)
+    units = _asked_units(question)
     holders: dict[str, _Holder] = {}
     for h in hits:
         vals = values(h.record.content, kind)
@@ -179,7 +180,7 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
         if newer:
             outdated[older.hit.memory_id] = max(newer, key=lambda n: n.hit.record.created_at).hit.memory_id
     if not outdated:
-        return _holders_first(list(hits), holders, _asked_units(question)), {}
+        return _holders_first(list(hits), holders, units), {}
     # follow a chain (120 -> 85 -> 95) to its end: the last holder takes every rank it replaced
     def last(memory_id: str) -> str:
         seen = set()
@@ -195,6 +196,6 @@ def current_answers(question: str, hits: Sequence[SearchHit]) -> tuple[list[Sear
             rank[current] = rank[older_id]
         score[current] = max(score[current], score[older_id])
     kept = _holders_first(sorted((h for h in hits if h.memory_id not in outdated),
-                                 key=lambda h: (rank[h.memory_id], -h.score)), holders, _asked_units(question))
+                                 key=lambda h: (rank[h.memory_id], -h.score)), holders, units)
     moved = {h.memory_id: score[h.memory_id] for h in kept if score[h.memory_id] > h.score}
     return kept, moved

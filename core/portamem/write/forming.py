@@ -116,7 +116,6 @@ def rule_decisions(statements: Sequence[MemoryRecord],
             elif verdict == "repeat":
                 out.append(Decision(s.memory_id, "noop", c.memory_id, "rules: the same statement again"))
             elif verdict is None and (named := names_replaced(s, c)) is not None:
-                # the older says nothing besides what changed: it is replaced whole
                 # the older says nothing besides what changed: the newer stands for all of it (still
                 # outdated, not superseded, so the older's words bring the newer into the prompt)
                 whole = not any(_FACT.search(k) for k in _CLAUSES.split(c.content) if k and k.strip() not in named)
