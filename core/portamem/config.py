@@ -60,6 +60,13 @@ class Settings:
     #: restarted by the store: the serving process holds none of its rows) or "inline" (threads of this
     #: process); None: ``PORTAMEM_VECTOR_PROCESS`` if set, else "child". A Milvus server URI ignores it
     vector_process: str | None = None
+    #: where the background indexer's embedding, review (trust, dedupe, supersession) and index writes
+    #: run: "thread" (a thread of this process) or "child" (a worker process the store starts and
+    #: supervises, fed from the outbox, so a save holds this process's GIL only for its own
+    #: transaction: ``portamem.background.process``); None: ``PORTAMEM_INDEXER_PROCESS`` if set, else
+    #: "thread". "child" needs the index in a process of its own (``vector_process`` "child", or a
+    #: Milvus server) and the embedder and plugins by name (the worker builds its own)
+    indexer_process: str | None = None
     #: one Milvus partition per tenant+user: exact and fast filtered search on milvus-lite
     partition_per_user: bool = True
     #: embedding model: a registered name (see ``portamem.embedding.embedders.available_embedders``)
@@ -268,6 +275,8 @@ class Settings:
                               "keyword_cache_mb, query_cache_size >= 0")
         if self.vector_process not in (None, "child", "inline"):
             raise ConfigError(f"vector_process must be 'child' or 'inline', got {self.vector_process!r}")
+        if self.indexer_process not in (None, "thread", "child"):
+            raise ConfigError(f"indexer_process must be 'thread' or 'child', got {self.indexer_process!r}")
         if not 0.0 < self.dedupe_threshold <= 1.0:
             raise ConfigError(f"dedupe_threshold must be in (0, 1], got {self.dedupe_threshold}")
         if self.vector_calibration is not None:
@@ -354,6 +363,14 @@ class Settings:
         chosen = self.vector_process or os.environ.get("PORTAMEM_VECTOR_PROCESS") or "child"
         if chosen not in ("child", "inline"):
             raise ConfigError(f"PORTAMEM_VECTOR_PROCESS must be 'child' or 'inline', got {chosen!r}")
+        return chosen
+
+    @property
+    def resolved_indexer_process(self) -> str:
+        """Where the background indexer runs (``indexer_process``), the environment's word when unset."""
+        chosen = self.indexer_process or os.environ.get("PORTAMEM_INDEXER_PROCESS") or "thread"
+        if chosen not in ("thread", "child"):
+            raise ConfigError(f"PORTAMEM_INDEXER_PROCESS must be 'thread' or 'child', got {chosen!r}")
         return chosen
 
     def replace(self, **changes: Any) -> Settings:

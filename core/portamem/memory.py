@@ -21,12 +21,13 @@ import pluggy
 
 from .background.formation import Former
 from .background.indexer import Indexer, IndexStats
+from .background.process import IndexerProcess
 from .background.queued import queued_vectors
 from .background.upkeep import index_now, reconcile, reindex
 from .components import Components
 from .config import Settings
 from .embedding.embedders import Embedder, PassageBatcher, QueryCache, get_embedder
-from .errors import IndexingTimeoutError, NotFoundError, StoreError, ValidationError
+from .errors import ConfigError, IndexingTimeoutError, NotFoundError, StoreError, ValidationError
 from .filters import SearchFilters
 from .lifecycle.audit import AuditFinding, audit_scan
 from .lifecycle import erasure
@@ -105,7 +106,9 @@ class Memory:
         self.hooks = Hooks(self.plugins)
         #: seals the originals of redacted memories when a vault public key is set
         self.vault = Vault(settings.pii_vault_public_key) if settings.pii_vault_public_key else None
-        self.store = RecordStore(settings.resolved_db_url, keyword_cache_mb=settings.keyword_cache_mb)
+        # with the indexer in its worker process, that process checkpoints SQLite's log, off this one's commits
+        self.store = RecordStore(settings.resolved_db_url, keyword_cache_mb=settings.keyword_cache_mb,
+                                 autocheckpoint=settings.resolved_indexer_process != "child")
         try:
             self.index = MilvusVectorIndex(
                 settings.resolved_vector_uri,
@@ -135,7 +138,11 @@ class Memory:
         self.retriever.hubness_of = functools.partial(hubness_for, self.embedder)
         self.retriever.redacts = self._redacts
         self.retrieval_log = RetrievalLog(self.store, self.hooks)
-        self.indexer = Indexer(self.parts, batch=settings.index_batch)
+        if settings.resolved_indexer_process == "child":
+            self._refuse_objects_for_the_worker(embedder, plugins)
+            self.indexer: Indexer = IndexerProcess(self.parts, batch=settings.index_batch)
+        else:
+            self.indexer = Indexer(self.parts, batch=settings.index_batch)
         self.parts.queue = self.indexer
         #: forms each user turn's memories in the background (``portamem.background.formation``); its
         #: ``model`` is the configured chat model, which only it asks
@@ -158,6 +165,28 @@ class Memory:
             raise
         if settings.maintain_interval_s:
             self.maintainer = Maintainer(self.maintain, self.audit_scan, settings.maintain_interval_s).start()
+
+    def _refuse_objects_for_the_worker(self, embedder: Embedder | None, plugins: pluggy.PluginManager | None) -> None:
+        """The indexer's worker process builds its embedder and plugins from the settings: objects
+        handed to this constructor cannot follow it there, and it reaches the vector index only in a
+        process of its own."""
+        if self.index.address is None:
+            self.index.close()
+            self.store.close()
+            raise ConfigError("indexer_process='child' needs the vector index in a process of its own "
+                              "(vector_process='child', or a Milvus server's vector_uri)")
+        if embedder is not None and embedder.name != self.settings.embedder:
+            self.index.close()
+            self.store.close()
+            raise ConfigError(f"indexer_process='child' builds the embedder {self.settings.embedder!r} from the "
+                              f"settings, not the {embedder.name!r} given: set Settings.embedder to a registered "
+                              "name, or keep indexer_process='thread'")
+        if plugins is not None:
+            self.index.close()
+            self.store.close()
+            raise ConfigError("indexer_process='child' loads the plugins installed as entry points; a plugin "
+                              "manager given to Memory cannot follow it into the worker process: install "
+                              "the plugins, or keep indexer_process='thread'")
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Memory:

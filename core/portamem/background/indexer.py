@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,7 @@ from ..write.supersession import Supersessions, supersede
 from .queued import HandOver
 from .upkeep import index_disagrees, repair
 
-__all__ = ["Indexer", "IndexStats", "settle", "Outcome"]
+__all__ = ["Indexer", "IndexStats", "settle", "Outcome", "needs_repair"]
 
 log = logging.getLogger(__name__)
 
@@ -93,16 +93,20 @@ class Indexer:
         self._claims = OutboxClaims(parts.store.engine)
         #: whether the index disagreed with the records at open (``upkeep.index_disagrees``): the thread repairs it
         self._repair = False
+        #: told of each committed batch (the ids it settled, the rows it wrote, the records whose index
+        #: entry it upserted or removed), of each drained flush round, of a finished repair and of a
+        #: failure: how a worker process reports to the store that started it (``background.worker``)
+        self.on_batch: Callable[[list[str], int, list[MemoryRecord]], None] | None = None
+        self.on_drained: Callable[[int], None] | None = None
+        self.on_repaired: Callable[[], None] | None = None
+        self.on_error: Callable[[str], None] | None = None
 
     # ------------------------------------------------------------------ control
-    def start(self) -> None:
+    def start(self, *, repair: bool | None = None) -> None:
         """Note what the outbox holds and whether the index needs repair, then start the thread; called
-        before the store takes this process's first write (see ``upkeep.index_disagrees``)."""
-        try:
-            self._repair = index_disagrees(self._parts)
-        except Exception:  # noqa: BLE001 - the thread's repair tries again and reports its failure
-            log.warning("checking the vector index against the records failed; repairing it", exc_info=True)
-            self._repair = True
+        before the store takes this process's first write (see ``upkeep.index_disagrees``). ``repair``:
+        decided by the caller instead (a worker process, told by the store that asked at open)."""
+        self._repair = needs_repair(self._parts) if repair is None else repair
         now = time.monotonic()
         with self._cond:
             for memory_id, tenant_id, user_id in self._parts.store.outbox_keys():
@@ -130,6 +134,20 @@ class Indexer:
         with self._cond:
             for r in records:
                 self._track(r.memory_id, (r.tenant_id, r.user_id), now)
+            self._wake = True
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        """Look at the outbox now (rows were committed), not at the next poll."""
+        with self._cond:
+            self._wake = True
+            self._cond.notify_all()
+
+    def request(self, target: int) -> None:
+        """Drain the outbox once as for ``flush`` number ``target`` without waiting for it: ``on_drained``
+        tells when (a worker process asked by its store's ``flush``)."""
+        with self._cond:
+            self._requested = max(self._requested, target)
             self._wake = True
             self._cond.notify_all()
 
@@ -221,9 +239,13 @@ class Indexer:
         try:
             if self._repair:
                 repair(self._parts)
+                if self.on_repaired is not None:
+                    self.on_repaired()
         except Exception as exc:  # the outbox still drains; the next open tries again
             log.exception("vector index repair failed")
             self._error = f"repair: {exc}"
+            if self.on_error is not None:
+                self.on_error(self._error)
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._stop or self._wake, self._poll)
@@ -248,9 +270,11 @@ class Indexer:
                             rows = self._parts.store.outbox(len(mine), pks=sorted(mine)) if mine else []
                         if not rows:
                             continue
-                        done, written = self._process(rows)
+                        done, written, touched = self._process(rows)
                     finally:
                         self._claims.release(sorted(mine))
+                    if self.on_batch is not None:
+                        self.on_batch(done, written, touched)
                     with self._cond:
                         self._settled(done)
                         self._done.append((time.monotonic(), written))
@@ -261,6 +285,8 @@ class Indexer:
                     return
             except Exception as exc:  # the rows stay queued: retried on the next round
                 log.exception("background indexing failed; the records are stored and will be retried")
+                if self.on_error is not None:
+                    self.on_error(f"{type(exc).__name__}: {exc}")
                 with self._cond:
                     self._error = f"{type(exc).__name__}: {exc}"
                     self._cond.notify_all()
@@ -272,16 +298,21 @@ class Indexer:
                     self._wake = True
                     self._cond.wait_for(lambda: self._stop, _HELD_RETRY_S)
                     continue
+                drained = round_id > self._drained
                 self._drained = max(self._drained, round_id)
                 noted = list(self._pending)
+            if drained and self.on_drained is not None:
+                self.on_drained(round_id)
             # rows another process's indexer settled on a shared store leave the queue by their state
             done = self._parts.store.indexed_ids(noted) if noted else set()
             with self._cond:
                 self._settled(done)
                 self._cond.notify_all()
 
-    def _process(self, rows: Sequence[tuple[int, int, MemoryRecord]]) -> tuple[list[str], int]:
-        """Embed, review, index and commit one batch; returns the ids settled and how many rows it wrote."""
+    def _process(self, rows: Sequence[tuple[int, int, MemoryRecord]]
+                 ) -> tuple[list[str], int, list[MemoryRecord]]:
+        """Embed, review, index and commit one batch; returns the ids settled, how many rows it wrote
+        and the records whose index entry it wrote or removed."""
         parts = self._parts
         todo = [r for _, _, r in rows if _needs_vector(parts, r)]
         offered = self.handover.take(todo)  # a search embedded these already
@@ -295,7 +326,7 @@ class Indexer:
         with parts.lock:
             current = parts.store.outbox(len(rows), pks=[pk for pk, _, _ in rows])
             if not current:  # indexed meanwhile by a synchronous change
-                return [r.memory_id for _, _, r in rows], 0
+                return [r.memory_id for _, _, r in rows], 0, []
             records = [r for _, _, r in current]
             batch_ids = {r.memory_id for r in records}
             stale = []
@@ -329,7 +360,16 @@ class Indexer:
                 outcome.write(parts, conn)
                 parts.store.mark_indexed(list(touched), conn)
             parts.replica.apply(upsert, [touched[m] for m in gone])
-        return [r.memory_id for _, _, r in rows], len(current)
+        return [r.memory_id for _, _, r in rows], len(current), list(touched.values())
+
+
+def needs_repair(parts: Components) -> bool:
+    """``upkeep.index_disagrees``, and True when asking failed (the repair then tries and reports)."""
+    try:
+        return index_disagrees(parts)
+    except Exception:  # noqa: BLE001 - the thread's repair tries again and reports its failure
+        log.warning("checking the vector index against the records failed; repairing it", exc_info=True)
+        return True
 
 
 def _vectors_of_changed(parts: Components, records: Sequence[MemoryRecord]) -> None:

@@ -245,6 +245,10 @@ class VectorReader:
             if uv is not None:
                 self._used -= uv.nbytes
 
+    def holds(self, tenant_id: str, user_id: str) -> bool:
+        """Whether one user's vectors are loaded."""
+        return (tenant_id, user_id) in self._users
+
     def loaded_ids(self, tenant_id: str, user_id: str) -> set[str]:
         """The ids whose vectors the replica holds for one user (none when the user is not loaded)."""
         uv = self._users.get((tenant_id, user_id))

@@ -52,8 +52,17 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def open_engine(url: str) -> Engine:
-    """An engine for ``url``, connected once, or a typed error naming the extra or the URL tried."""
+def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:
+    # a commit of this process never copies the log back into the database: another process does
+    # (``RecordStore.checkpoint``, the indexer's worker), off the acknowledged path
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA wal_autocheckpoint=0")
+    cur.close()
+
+
+def open_engine(url: str, *, autocheckpoint: bool = True) -> Engine:
+    """An engine for ``url``, connected once, or a typed error naming the extra or the URL tried.
+    ``autocheckpoint=False``: SQLite's commits never checkpoint its write-ahead log (someone else must)."""
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError as exc:
@@ -88,6 +97,8 @@ def open_engine(url: str) -> Engine:
         ) from exc
     if dialect == "sqlite":
         event.listen(engine, "connect", _sqlite_connect)
+        if not autocheckpoint:
+            event.listen(engine, "connect", _no_autocheckpoint)
     try:
         with engine.connect():
             pass

@@ -53,11 +53,13 @@ def _without_vector(row: Any) -> Any:
 class RecordStore:
     """SQLAlchemy-backed store. Every query that returns records is scoped by tenant and user."""
 
-    def __init__(self, url: str, *, keyword_cache_mb: float = 0.0) -> None:
+    def __init__(self, url: str, *, keyword_cache_mb: float = 0.0, autocheckpoint: bool = True) -> None:
         """``keyword_cache_mb`` keeps the postings searches read in memory (``storage.termcache``), on
-        SQLite only: a store that other processes may write at the same time scores in SQL."""
+        SQLite only: a store that other processes may write at the same time scores in SQL.
+        ``autocheckpoint=False``: this process's commits leave SQLite's log to ``checkpoint`` calls
+        of another process (the indexer's worker), so no acknowledged write waits for one."""
         self.url = url
-        self.engine: Engine = open_engine(url)
+        self.engine: Engine = open_engine(url, autocheckpoint=autocheckpoint)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.keywords = PostingsKeywordIndex()
         try:
@@ -114,6 +116,28 @@ class RecordStore:
         self.engine.dispose()
 
     # ---------------------------------------------------------------- transactions
+    def checkpoint(self) -> None:
+        """Copy SQLite's write-ahead log back into the database as far as no reader needs it (PASSIVE:
+        it waits for no one and no one waits for it); nothing elsewhere."""
+        if self.is_sqlite:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def committed(self) -> None:
+        """Return once no write transaction of this process is open (one in progress has committed or
+        rolled back): what was noted before a commit is then in the store, or was never."""
+        with self._write_lock:
+            pass
+
+    def forget_cached_keywords(self, scopes: Sequence[tuple[str, str]] | None) -> None:
+        """Drop the cached keyword postings of these users (None: of every user), to be read again from
+        the store: another process wrote their postings (``portamem.background.process``)."""
+        cache = self.keywords.cache
+        if cache is None:
+            return
+        with self._write_lock:  # no load of this process is between reading the store and caching it
+            cache.apply([("clear",)] if scopes is None else [("erase", t, u) for t, u in scopes])
+
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """A write transaction; writes are serialised within the process."""

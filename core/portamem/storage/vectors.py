@@ -345,6 +345,14 @@ class MilvusVectorIndex:
                     self.uri)
 
     @property
+    def address(self) -> str | None:
+        """The URI another process connects to for this index: the child's (current) address or the
+        server's; None for an index inline in this process, which no other process can reach."""
+        if self._server is not None:
+            return self._server.uri if self._server.up else None
+        return self.uri if self.remote else None
+
+    @property
     def restarted(self) -> bool:
         """The child was restarted since the records last checked the index: the indexer repairs it."""
         return self._restarts != self._repaired_restarts

@@ -1,0 +1,213 @@
+"""The background indexer in a supervised worker process (``Settings.indexer_process = "child"``).
+
+The worker drains the same outbox the indexer thread does, so what it decides is what the thread
+decides (a duplicate merged, an older value superseded); these tests hold it to that, to this
+process's copies staying current (the read replica), and to what a process of its own adds: it is
+started again after ``kill -9`` with nothing acknowledged lost, follows the vector index process
+when that restarts, stops with the store and with a killed parent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from portamem import Memory, Settings
+from portamem.background.process import IndexerProcess
+from portamem.embedding.embedders import get_embedder
+from portamem.errors import ConfigError
+from portamem.plugins import get_plugin_manager
+
+
+def _open(path: Path, **changes: object) -> Memory:
+    return Memory(settings=Settings(path=str(path), vector_process="child", indexer_process="child",
+                                    embedder="null-hash", embed_workers=0, **changes))
+
+
+def _gone(pid: int, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _restarted(indexer: IndexerProcess, old: int, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid = indexer.pid
+        if pid is not None and pid != old:
+            return pid
+        time.sleep(0.05)
+    raise AssertionError("the indexer process was not started again")
+
+
+def test_the_worker_reviews_as_the_thread_does(tmp_path: Path) -> None:
+    mem = _open(tmp_path / "s")
+    try:
+        assert isinstance(mem.indexer, IndexerProcess)
+        pid = mem.indexer.pid
+        assert pid is not None and psutil.Process(pid).ppid() == os.getpid()
+        first = mem.save_memory("I drink oolong tea every morning", user_id="u")
+        again = mem.save_memory("I drink oolong tea every morning", user_id="u", wait=True)
+        assert again.memory_id == first.memory_id and again.frequency == 2  # merged into the older
+        budget = mem.save_memory("My budget is 1200 euros.", user_id="u", wait=True)
+        newer = mem.save_memory("My budget is 3000 euros now.", user_id="u", wait=True)
+        assert mem.get_memory(budget.memory_id, user_id="u").superseded_by == newer.memory_id
+        found = [h.content for h in mem.search_memory("What is my budget?", user_id="u")]
+        assert found[0] == "My budget is 3000 euros now." and "My budget is 1200 euros." not in found
+        stats = mem.stats()
+        assert stats.pending == 0 and stats.indexed_total >= 4 and stats.last_error is None
+    finally:
+        mem.close()
+    assert _gone(pid), "the worker outlived its store"
+
+
+def test_the_replica_here_follows_the_workers_batches(tmp_path: Path) -> None:
+    mem = _open(tmp_path / "s")
+    try:
+        kept = mem.save_memory("the spare key is under the blue flowerpot", user_id="u")
+        mem.flush()
+        mem.search_memory("spare key", user_id="u")  # loads the user's vectors here
+        assert mem.vectors.holds("default", "u") and kept.memory_id in mem.vectors.loaded_ids("default", "u")
+        later = [mem.save_memory(f"note {i}: the {w} is in the attic", user_id="u")
+                 for i, w in enumerate(("sledge", "tent", "lantern"))]
+        duplicate = mem.save_memory("the spare key is under the blue flowerpot", user_id="u")
+        mem.flush()
+        loaded = mem.vectors.loaded_ids("default", "u")
+        assert {r.memory_id for r in later} <= loaded
+        assert duplicate.memory_id not in loaded  # retired into the older by the worker's review
+        hits = mem.search_memory("the lantern is in the attic", user_id="u", sources=["vector"])
+        assert hits and hits[0].memory_id == later[2].memory_id
+    finally:
+        mem.close()
+
+
+def test_kill_9_of_the_worker_loses_nothing(tmp_path: Path) -> None:
+    mem = _open(tmp_path / "s")
+    try:
+        indexer = mem.indexer
+        assert isinstance(indexer, IndexerProcess)
+        before = [mem.save_memory(f"before {i}: the {w} is in the shed", user_id="u").memory_id
+                  for i, w in enumerate(("rake", "hose", "saw"))]
+        pid = indexer.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        during = [mem.save_memory(f"during {i}: the {w} is in the car", user_id="u").memory_id
+                  for i, w in enumerate(("jack", "rope", "torch"))]
+        _restarted(indexer, pid)
+        mem.flush(timeout=60)
+        assert mem.stats().pending == 0 and indexer.starts == 2
+        assert set(before + during) <= mem.index.ids()
+        for memory_id, word in zip(before + during, ("rake", "hose", "saw", "jack", "rope", "torch")):
+            found = mem.search_memory(f"where is the {word}", user_id="u", sources=["vector"], top_k=3)
+            assert memory_id in {h.memory_id for h in found}
+    finally:
+        mem.close()
+
+
+def test_the_worker_follows_a_restarted_index_process(tmp_path: Path) -> None:
+    mem = _open(tmp_path / "s")
+    try:
+        indexer = mem.indexer
+        assert isinstance(indexer, IndexerProcess)
+        saved = mem.save_memory("the boat is moored at pier seven", user_id="u")
+        mem.flush()
+        worker, index_pid = indexer.pid, mem.index.server_pid
+        assert worker is not None and index_pid is not None
+        os.kill(index_pid, signal.SIGKILL)
+        after = mem.save_memory("the canoe is in the boathouse", user_id="u")
+        _restarted(indexer, worker)
+        mem.flush(timeout=60)
+        deadline = time.monotonic() + 60
+        while mem.index.restarted and time.monotonic() < deadline:  # the worker's repair, reported here
+            time.sleep(0.05)
+        assert not mem.index.restarted
+        assert mem.index.server_pid not in (None, index_pid)
+        assert {saved.memory_id, after.memory_id} <= mem.index.ids()
+    finally:
+        mem.close()
+
+
+def test_a_killed_store_leaves_no_worker(tmp_path: Path) -> None:
+    code = textwrap.dedent(f"""
+        import time
+        from portamem import Memory, Settings
+        mem = Memory(settings=Settings(path={str(tmp_path / 's')!r}, vector_process="child",
+                                       indexer_process="child", embedder="null-hash", embed_workers=0))
+        mem.save_memory("written before the kill", user_id="u")
+        mem.flush()
+        print(mem.indexer.pid, flush=True)
+        time.sleep(300)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert parent.stdout is not None
+        worker = int(parent.stdout.readline())
+        assert psutil.pid_exists(worker)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(30)
+        assert _gone(worker, timeout=30), "the indexer process outlived its killed store"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    mem = _open(tmp_path / "s")
+    try:
+        mem.flush(timeout=60)
+        assert [h.content for h in mem.search_memory("written before", user_id="u")] == ["written before the kill"]
+    finally:
+        mem.close()
+
+
+def test_what_the_worker_cannot_take_is_refused_at_open(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="process of its own"):
+        Memory(settings=Settings(path=str(tmp_path / "a"), vector_process="inline", indexer_process="child",
+                                 embedder="null-hash", embed_workers=0))
+    with pytest.raises(ConfigError, match="plugin"):
+        Memory(settings=Settings(path=str(tmp_path / "b"), vector_process="child", indexer_process="child",
+                                 embedder="null-hash", embed_workers=0), plugins=get_plugin_manager())
+    with pytest.raises(ConfigError, match="embedder"):
+        Memory(settings=Settings(path=str(tmp_path / "c"), vector_process="child", indexer_process="child"),
+               embedder=get_embedder("null-hash", workers=0))
+    with pytest.raises(ConfigError, match="indexer_process"):
+        Settings(indexer_process="inline")
+    # each refusal let its store go: the same directory opens
+    _open(tmp_path / "b").close()
+
+
+def test_the_environment_chooses_when_the_setting_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PORTAMEM_INDEXER_PROCESS", "child")
+    assert Settings().resolved_indexer_process == "child"
+    assert Settings(indexer_process="thread").resolved_indexer_process == "thread"
+    monkeypatch.delenv("PORTAMEM_INDEXER_PROCESS")
+    assert Settings().resolved_indexer_process == "thread"
+    assert Settings.load(env={"PORTAMEM_INDEXER_PROCESS": "child"}).indexer_process == "child"
+
+
+def test_the_worker_checkpoints_the_log_and_this_process_never_does(tmp_path: Path) -> None:
+    mem = _open(tmp_path / "s")
+    try:
+        with mem.store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
+        db = tmp_path / "s" / "records.sqlite3"
+        before = db.stat().st_size
+        for lo in range(0, 600, 100):
+            mem.save_memories([f"note {i}: a line about the {i % 7}th shelf of the archive" for i in range(lo, lo + 100)],
+                              user_id="u")
+        mem.flush()
+        deadline = time.monotonic() + 30
+        while db.stat().st_size <= before and time.monotonic() < deadline:  # copied back by the worker
+            time.sleep(0.1)
+        assert db.stat().st_size > before
+    finally:
+        mem.close()
