@@ -278,3 +278,13 @@ def test_a_fork_does_not_stop_its_parents_child(tmp_path: Path, hashed: Embedder
         assert mem.index.count() == 1
     finally:
         mem.close()
+
+
+def test_a_command_of_a_moment_opens_the_index_inline_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    from portamem.cli.connect import one_shot
+
+    monkeypatch.delenv("PORTAMEM_VECTOR_PROCESS", raising=False)
+    assert one_shot(Settings()).resolved_vector_process == "inline"
+    assert one_shot(Settings(vector_process="child")).resolved_vector_process == "child"
+    monkeypatch.setenv("PORTAMEM_VECTOR_PROCESS", "child")
+    assert one_shot(Settings()).resolved_vector_process == "child"

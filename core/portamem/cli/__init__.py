@@ -17,6 +17,7 @@ from ..scenarios import habits as habits_eval
 from ..scenarios import paraphrase as paraphrase_eval
 from ..scenarios import preload as preload_eval
 from ..config import Settings
+from .connect import one_shot
 from .connect import open_memory as _open
 from .connect import progress_bar as _progress
 from ..errors import PortamemError
@@ -75,7 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """A scripted conversation through the working window, then recall from long-term memory."""
     path = args.path or tempfile.mkdtemp(prefix="portamem-demo-")
     t0 = time.perf_counter()
-    settings = Settings.load(args.config, path=path, window_turns=3)
+    settings = one_shot(Settings.load(args.config, path=path, window_turns=3))
     with Memory(settings=settings) as mem:
         print(f"portamem demo: store in {path} (embedder {mem.embedder.name}, loaded in {time.perf_counter() - t0:.1f} s)")
         print("\nConversation (window of 3 turns; older turns are compressed into episodic memory):")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -12,7 +13,7 @@ from ..config import Settings
 from ..errors import StoreLockedError
 from ..memory import Memory
 
-__all__ = ["open_memory", "progress_bar"]
+__all__ = ["one_shot", "open_memory", "progress_bar"]
 
 
 def progress_bar(total: int, desc: str) -> Any:
@@ -22,11 +23,20 @@ def progress_bar(total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="rec", file=sys.stderr, disable=total < 50)
 
 
+def one_shot(settings: Settings) -> Settings:
+    """The settings of a command that opens the store for a moment: its embedded vector index inline
+    unless the user chose (a child process costs about half a second to start, for a command that a
+    long-running process would amortise and this one cannot)."""
+    if settings.vector_process is None and not os.environ.get("PORTAMEM_VECTOR_PROCESS"):
+        return settings.replace(vector_process="inline")
+    return settings
+
+
 def open_memory(args: argparse.Namespace, **overrides: Any) -> Memory:
     """The store of ``--path``; through its server when ``--url`` is given or a server owns the store."""
     if args.url:
         return _remote(args.url, args)
-    settings = Settings.load(args.config, path=args.path, tenant_id=args.tenant, **overrides)
+    settings = one_shot(Settings.load(args.config, path=args.path, tenant_id=args.tenant, **overrides))
     try:
         return Memory(settings=settings, progress=progress_bar)
     except StoreLockedError:
