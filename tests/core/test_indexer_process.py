@@ -104,8 +104,8 @@ def test_kill_9_of_the_worker_loses_nothing(tmp_path: Path) -> None:
         os.kill(pid, signal.SIGKILL)
         during = [mem.save_memory(f"during {i}: the {w} is in the car", user_id="u").memory_id
                   for i, w in enumerate(("jack", "rope", "torch"))]
+        mem.flush(timeout=60)  # asked of the dead worker, or of the next one: it drains either way
         _restarted(indexer, pid)
-        mem.flush(timeout=60)
         assert mem.stats().pending == 0 and indexer.starts == 2
         assert set(before + during) <= mem.index.ids()
         for memory_id, word in zip(before + during, ("rake", "hose", "saw", "jack", "rope", "torch")):
@@ -211,3 +211,15 @@ def test_the_worker_checkpoints_the_log_and_this_process_never_does(tmp_path: Pa
         assert db.stat().st_size > before
     finally:
         mem.close()
+
+
+def test_a_server_runs_its_indexer_in_a_worker_when_the_index_has_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from portamem.server.commands import serving
+
+    monkeypatch.delenv("PORTAMEM_INDEXER_PROCESS", raising=False)
+    assert serving(Settings(vector_process="child")).indexer_process == "child"
+    assert serving(Settings(vector_uri="http://milvus:19530")).indexer_process == "child"
+    assert serving(Settings(vector_process="inline")).indexer_process is None  # the worker could not reach it
+    assert serving(Settings(vector_process="child", indexer_process="thread")).indexer_process == "thread"
+    monkeypatch.setenv("PORTAMEM_INDEXER_PROCESS", "thread")
+    assert serving(Settings(vector_process="child")).resolved_indexer_process == "thread"

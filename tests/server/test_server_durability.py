@@ -59,3 +59,50 @@ def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
     finally:
         again.stop()
     assert not (path / SERVER_FILE).exists()
+
+
+def test_a_server_whose_indexer_worker_is_killed_loses_nothing(tmp_path: Path) -> None:
+    """With the index in its own process, ``portamem serve`` runs the indexer in a worker process: kill -9
+    of that worker under acknowledged writes loses none of them, and stopping the server leaves no process."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    server = ServerProcess(tmp_path / "store", env={"PORTAMEM_VECTOR_PROCESS": "child"})
+    try:
+        def workers() -> list[psutil.Process]:
+            found = []
+            for p in psutil.Process(server.proc.pid).children():
+                try:
+                    if "portamem.background.worker" in " ".join(p.cmdline()):
+                        found.append(p)
+                except psutil.Error:  # a killed one not reaped yet
+                    pass
+            return found
+
+        first = workers()
+        assert len(first) == 1, "serve with the index in a child runs its indexer in a worker process"
+        family = psutil.Process(server.proc.pid).children(recursive=True)
+        key = server.key("acme")
+        with RemoteMemory(server.url, key) as mem:
+            before = [mem.save_memory(f"before {i}: the {w} is in the shed", user_id="u").memory_id
+                      for i, w in enumerate(("rake", "hose", "saw"))]
+            os.kill(first[0].pid, signal.SIGKILL)
+            during = [mem.save_memory(f"during {i}: the {w} is in the car", user_id="u").memory_id
+                      for i, w in enumerate(("jack", "rope", "torch"))]
+            deadline = time.monotonic() + 60
+            while not (workers() and workers()[0].pid != first[0].pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            mem.flush()
+            for memory_id, word in zip(before + during, ("rake", "hose", "saw", "jack", "rope", "torch")):
+                found = mem.search_memory(f"where is the {word}", user_id="u", top_k=3)
+                assert memory_id in [h.memory_id for h in found], word
+        family = psutil.Process(server.proc.pid).children(recursive=True)
+    finally:
+        server.stop()
+    deadline = time.monotonic() + 30
+    while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p.pid for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]

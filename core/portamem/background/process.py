@@ -187,7 +187,10 @@ class IndexerProcess(Indexer):
                     delay = min(delay * 2, MAX_BACKOFF_S)
             with self._cond:
                 self._wake = True  # what was noted while no worker ran
+                asked = self._requested if self._requested > self._drained else 0
                 self._cond.notify_all()
+            if asked:  # a flush sent to the worker that died: the new one drains for it
+                self._send(f"f {asked}")
 
     def _signal(self) -> None:
         """Tell the worker to look at the outbox once the commits that noted rows are over; start it

@@ -33,6 +33,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def serving(settings: Settings) -> Settings:
+    """A server's indexer runs in a worker process when the user did not choose and its vector index
+    has a process of its own (the embedded index's child, or a Milvus server): its review then never
+    holds the GIL the requests need (``portamem.background.process``)."""
+    if settings.indexer_process is not None or os.environ.get("PORTAMEM_INDEXER_PROCESS"):
+        return settings
+    remote = (settings.vector_uri or "").startswith(("http://", "https://", "tcp://", "unix:"))
+    if remote or settings.resolved_vector_process == "child":
+        return settings.replace(indexer_process="child")
+    return settings
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     return Settings.load(args.config, path=args.path, tenant_id=args.tenant)
 
@@ -110,6 +122,7 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
     bound = sock.getsockname()[1]
     if settings.maintain_interval_s is None:  # a long-running service evicts, consolidates and audits itself
         settings = settings.replace(maintain_interval_s=SERVE_MAINTAIN_INTERVAL_S)
+    settings = serving(settings)
     memory = Memory(settings=settings)
     state = ServerState(memory, keys, open_access=settings.server_keyless, max_pending=max_queue,
                         max_batch=max_batch, hosts=HostPolicy.of(settings.server_allowed_hosts, loopback=loopback))
