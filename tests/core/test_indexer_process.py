@@ -223,3 +223,27 @@ def test_a_server_runs_its_indexer_in_a_worker_when_the_index_has_a_process(monk
     assert serving(Settings(vector_process="child", indexer_process="thread")).indexer_process == "thread"
     monkeypatch.setenv("PORTAMEM_INDEXER_PROCESS", "thread")
     assert serving(Settings(vector_process="child")).resolved_indexer_process == "thread"
+
+
+def test_a_server_pays_its_first_search_costs_before_serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from portamem.read import calibration
+    from portamem.server.commands import warm_up
+
+    monkeypatch.setattr(calibration, "_hubness", {})  # as in a fresh process
+    embedded: list[str] = []
+    mem = Memory(settings=Settings(path=str(tmp_path / "s"), embedder="null-hash", embed_workers=0))
+    try:
+        inner = mem.embedder.embed
+
+        def counting(texts: list[str], *, kind: str = "passage"):  # noqa: ANN202
+            embedded.extend(texts)
+            return inner(texts, kind=kind)
+
+        monkeypatch.setattr(mem.embedder, "embed", counting)
+        warm_up(mem)
+        mem.save_memory("the kettle is descaled every month", user_id="u", wait=True)
+        embedded.clear()
+        mem.search_memory("how often is the kettle descaled", user_id="u")
+        assert embedded == ["how often is the kettle descaled"]  # the query alone: the background set was embedded before
+    finally:
+        mem.close()
