@@ -247,3 +247,24 @@ def test_a_server_pays_its_first_search_costs_before_serving(tmp_path: Path, mon
         assert embedded == ["how often is the kettle descaled"]  # the query alone: the background set was embedded before
     finally:
         mem.close()
+
+
+def test_what_a_search_embedded_is_not_embedded_again_by_the_worker(tmp_path: Path) -> None:
+    mem = _open(tmp_path / "s")
+    try:
+        indexer = mem.indexer
+        assert isinstance(indexer, IndexerProcess)
+        mem.save_memory("the kettle is descaled every month", user_id="u")
+        mem.flush()
+        mem.search_memory("kettle", user_id="u")  # the user's vectors loaded: a queued row is scored by the search
+        mem.save_memories([f"backlog {i}: shelf {i % 13} of aisle {i % 7} holds item {i}" for i in range(400)],
+                          user_id="other")  # the worker is busy with these when the search embeds the next
+        saved = mem.save_memories([f"line {i}: the {w} goes back to the library on Friday"
+                                   for i, w in enumerate(("atlas", "novel", "cookbook"))], user_id="u")
+        hits = mem.search_memory("which book goes back to the library", user_id="u", sources=["vector"])
+        assert {h.memory_id for h in hits} >= {r.memory_id for r in saved}  # scored before the worker had them
+        mem.flush()
+        assert indexer.offered_total >= 1, "the worker embedded again what the search had embedded"
+        assert {r.memory_id for r in saved} <= mem.index.ids()
+    finally:
+        mem.close()

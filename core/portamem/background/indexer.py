@@ -88,6 +88,8 @@ class Indexer:
         self._error: str | None = None
         #: vectors searches computed for queued rows (``portamem.background.queued``), taken instead of embedding again
         self.handover = HandOver()
+        #: rows whose vector this indexer took from ``handover`` rather than embedding them
+        self.offered_total = 0
         self._thread = threading.Thread(target=self._run, name="portamem-indexer", daemon=True)
         #: rows this indexer works on, where several processes share the outbox
         self._claims = OutboxClaims(parts.store.engine)
@@ -316,6 +318,7 @@ class Indexer:
         parts = self._parts
         todo = [r for _, _, r in rows if _needs_vector(parts, r)]
         offered = self.handover.take(todo)  # a search embedded these already
+        self.offered_total += len(offered)
         vectors: dict[str, tuple[str, Any]] = {r.memory_id: (r.content, offered[r.memory_id])
                                                for r in todo if r.memory_id in offered}
         todo = [r for r in todo if r.memory_id not in offered]

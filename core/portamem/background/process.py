@@ -26,6 +26,7 @@ runs beside another process's on a shared PostgreSQL store: the store's lock no 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import logging
@@ -34,15 +35,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import IO, Any
+
+import numpy as np
 
 from ..components import Components
 from ..errors import StoreOpenError
-from ..records import in_vector_index
+from ..records import MemoryRecord, in_vector_index
 from .indexer import Indexer, needs_repair
+from .queued import HandOver
 
-__all__ = ["IndexerProcess", "START_TIMEOUT_S"]
+__all__ = ["IndexerProcess", "START_TIMEOUT_S", "handed_over"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +67,8 @@ class IndexerProcess(Indexer):
 
     def __init__(self, parts: Components, *, batch: int, poll_s: float = 1.0) -> None:
         super().__init__(parts, batch=batch, poll_s=poll_s)
+        #: what a search embeds of the queued rows goes on to the worker, which then embeds none of it again
+        self.handover = _Forwarding(self._send)
         self._thread = threading.Thread(target=self._supervise, name="portamem-indexer-supervisor", daemon=True)
         self._signaller = threading.Thread(target=self._signal, name="portamem-indexer-signal", daemon=True)
         self._proc: subprocess.Popen[str] | None = None
@@ -239,6 +246,7 @@ class IndexerProcess(Indexer):
             self._refresh(batch.get("rows") or [], batch.get("keywords", []))
             with self._cond:
                 self._settled(batch.get("done") or [])
+                self.offered_total = int(batch.get("offered") or self.offered_total)
                 written = int(batch.get("written") or 0)
                 self._done.append((time.monotonic(), written))
                 self._total += written
@@ -277,6 +285,32 @@ class IndexerProcess(Indexer):
                 gone = [r for r in found.values() if not in_vector_index(r)]
                 replica.apply(keep, gone)
                 replica.forget([m for m in ids if m not in found])
+
+
+class _Forwarding(HandOver):
+    """The hand-over cache of this process's searches, each vector put also sent to the worker's own
+    (``v`` and a JSON line of [id, text, base64 float32 vector] triples), so the worker takes it
+    instead of embedding the row again, as the indexer thread would."""
+
+    def __init__(self, send: Callable[[str], None]) -> None:
+        super().__init__()
+        self._forward = send
+
+    def put(self, records: Sequence[MemoryRecord], vectors: Sequence[np.ndarray]) -> None:
+        super().put(records, vectors)
+        items = [[r.memory_id, r.content, base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode("ascii")]
+                 for r, v in zip(records, vectors)]
+        if items:
+            self._forward("v " + json.dumps(items, ensure_ascii=False, separators=(",", ":")))
+
+
+def handed_over(payload: str) -> tuple[list[Any], list[np.ndarray]]:
+    """The rows and vectors of one ``v`` line (the worker's side of ``_Forwarding``)."""
+    rows, vectors = [], []
+    for memory_id, content, blob in json.loads(payload):
+        rows.append(SimpleNamespace(memory_id=memory_id, content=content))
+        vectors.append(np.frombuffer(base64.b64decode(blob), dtype="<f4").astype(np.float32))
+    return rows, vectors
 
 
 def _child_env() -> dict[str, str]:

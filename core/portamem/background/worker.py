@@ -8,7 +8,8 @@ acknowledged lives only here: a batch it did not commit is still in the outbox f
 
 Its standard input carries, after one JSON line of settings, one command a line: ``w`` (rows were
 committed: look at the outbox), ``f N`` (drain the outbox once for the store's flush ``N``); end of
-file stops it after the batch in hand, and so does its parent's death. It answers on its standard
+file stops it after the batch in hand, and so does its parent's death; ``v`` and a JSON list hands
+over vectors the store's searches computed for queued rows (taken instead of embedding them again). It answers on its standard
 output, one JSON object a line (``{"ready": pid}``, ``{"batch": ...}``, ``{"drained": N}``,
 ``{"repaired": true}``, ``{"error": "..."}``); its log goes to standard error, like the parent's.
 """
@@ -34,6 +35,7 @@ from ..storage.termcache import TermCache
 from ..storage.vault import Vault
 from ..storage.vectors import MilvusVectorIndex
 from .indexer import Indexer
+from .process import handed_over
 
 __all__ = ["main"]
 
@@ -154,7 +156,7 @@ def main() -> int:
             scopes.setdefault((r.tenant_id, r.user_id), []).append(r.memory_id)
         reply(batch={"done": done, "written": written, "rows": [[t, u, ids] for (t, u), ids in scopes.items()],
                      "keywords": touched.taken(),
-                     "indexed": sum(1 for r in records if in_vector_index(r))})
+                     "indexed": sum(1 for r in records if in_vector_index(r)), "offered": indexer.offered_total})
 
     indexer.on_batch = batch
     indexer.on_drained = lambda n: reply(drained=n)
@@ -173,6 +175,9 @@ def main() -> int:
                 indexer.wake()
             elif command[0] == "f" and len(command) == 2:
                 indexer.request(int(command[1]))
+            elif command[0] == "v":
+                rows, vectors = handed_over(line[2:])
+                indexer.handover.put(rows, vectors)  # type: ignore[arg-type]
     except (OSError, ValueError):  # standard input closed under us
         pass
     finally:
