@@ -1,6 +1,6 @@
 """Acknowledged saves while the background indexer drains a backlog, beside the same saves with it idle.
 
-A user of ``--n`` memories is filled first (``save_memories`` in batches, then ``flush``). Each round
+A user of ``--n`` memories is filled first (through the import path, embedded beforehand). Each round
 then times ``--saves`` single ``save_memory`` calls twice, in the same process and store:
 
 - **idle**: the outbox empty, nothing in the background but the saves' own indexing;
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import io
 import random
 import statistics
 import sys
@@ -31,6 +32,8 @@ import tempfile
 import time
 
 from portamem import Memory, Settings
+from portamem.portable.transfer import export_lines
+from portamem.records import MemoryRecord, MemoryType
 
 TOPICS = ["coffee", "flight", "invoice", "dentist", "garden", "piano", "budget", "hotel", "museum", "bicycle",
           "tram", "library", "sourdough", "kayak", "violin", "tax", "passport", "orchard", "chess", "ferry"]
@@ -53,6 +56,20 @@ def texts(rng: random.Random, n: int, tag: str) -> list[str]:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def fill_store(mem: Memory, fill: list[str]) -> None:
+    """The user's memories through the public import path, embedded here first (a trusted restore:
+    reviewed and indexed without the indexer's queue), then everything settled."""
+    header = {"embedding_model": mem.embedder.name, "embedding_dim": mem.embedder.dim}
+    for lo in range(0, len(fill), 5000):
+        chunk = fill[lo:lo + 5000]
+        vectors = mem.embedder.embed(chunk)
+        rows = [MemoryRecord(content=text, user_id="bench", type=MemoryType.SEMANTIC, embedding=v.tolist(),
+                             embedding_model=mem.embedder.name, embedding_version=mem.embedder.version).to_dict()
+                for text, v in zip(chunk, vectors)]
+        mem.import_(io.StringIO("".join(export_lines(header, rows))), trusted=True)
+    mem.flush()
 
 
 def timed_saves(mem: Memory, batch: list[str]) -> tuple[list[float], list[float]]:
@@ -104,10 +121,7 @@ def run(args: argparse.Namespace, mode: str) -> list[float]:
         mem = Memory(settings=Settings(path=tmp, embedder=args.embedder, indexer_process=mode, **extra))
         try:
             t0 = time.perf_counter()
-            fill = texts(rng, args.n, "fill")
-            for lo in range(0, len(fill), 1000):
-                mem.save_memories(fill[lo:lo + 1000], user_id="bench")
-            mem.flush()
+            fill_store(mem, texts(rng, args.n, "fill"))
             print(f"[{mode}] filled {args.n:,} in {time.perf_counter() - t0:.0f} s", flush=True)
             if args.gc_freeze:
                 gc.collect()

@@ -602,6 +602,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--open-loop", action="store_true",
                         help="users that think: Poisson events of a turn and a recall (see --think)")
     parser.add_argument("--think", type=float, default=30.0, help="open loop: mean seconds between a user's events")
+    parser.add_argument("--server-log", help="write what the server printed (its log) to this file")
     parser.add_argument("--llm", choices=("local",),
                         help="form memories with a real model: 'local' starts llama.cpp's server with "
                              "Qwen2.5-0.5B-Instruct (portamem_conformance.local_model) on these CPUs")
@@ -686,6 +687,8 @@ def _run(args: argparse.Namespace, think: float | None, root: Path, stack: conte
                           timeout=60).json()["queue"]
     finally:
         code = server.stop()
+        if args.server_log:
+            Path(args.server_log).write_text("".join(server.output), encoding="utf-8")
     remote.lost = count_lost(server.db_url, remote.saved)
     print(remote.line(), flush=True)
     if think is not None:

@@ -268,3 +268,34 @@ def test_what_a_search_embedded_is_not_embedded_again_by_the_worker(tmp_path: Pa
         assert {r.memory_id for r in saved} <= mem.index.ids()
     finally:
         mem.close()
+
+
+def test_a_batch_this_process_cannot_refresh_still_settles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure while refreshing what this process keeps of a batch (once: a search's user moved in the
+    replica under it) drops those copies instead of stopping the reader the worker writes to."""
+    mem = _open(tmp_path / "s")
+    try:
+        mem.save_memory("the spare key is under the blue flowerpot", user_id="u")
+        mem.flush()
+        mem.search_memory("spare key", user_id="u")
+        assert mem.vectors.holds("default", "u")
+        real = IndexerProcess._refresh
+        failures = []
+
+        def once(self: IndexerProcess, rows, keywords):  # noqa: ANN001, ANN202
+            if not failures:
+                failures.append(rows)
+                raise RuntimeError("OrderedDict mutated during iteration")
+            return real(self, rows, keywords)
+
+        monkeypatch.setattr(IndexerProcess, "_refresh", once)
+        first = mem.save_memory("the bicycle pump is in the cellar", user_id="u")
+        mem.flush(timeout=30)
+        assert failures and not mem.vectors.holds("default", "u")  # dropped: read again from the store
+        later = mem.save_memory("the tent pegs are in the blue bag", user_id="u")
+        mem.flush(timeout=30)  # the reader lives on: this batch settles too
+        hits = {h.memory_id for h in mem.search_memory("where are the pump and the tent pegs", user_id="u",
+                                                       sources=["vector"], top_k=5)}
+        assert {first.memory_id, later.memory_id} <= hits
+    finally:
+        mem.close()

@@ -136,7 +136,7 @@ class IndexerProcess(Indexer):
             raise StoreOpenError("the vector index process is not up")
         mark = getattr(index, "restart_mark", 0)
         config = {"settings": dataclasses.asdict(self._parts.settings), "index_uri": address,
-                  "parent": os.getpid(), "repair": repair}
+                  "index_local": getattr(index, "process", None) == "child", "parent": os.getpid(), "repair": repair}
         proc = subprocess.Popen([sys.executable, "-m", "portamem.background.worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1,
                                 env=_child_env())
@@ -173,7 +173,10 @@ class IndexerProcess(Indexer):
             if proc is not None:
                 assert proc.stdout is not None
                 for line in proc.stdout:
-                    self._handle(_parse(line))
+                    try:
+                        self._handle(_parse(line))
+                    except Exception:  # noqa: BLE001 - the reader stops for nothing: the worker would block on it
+                        log.exception("handling the indexer process's message failed: %r", line[:200])
                 proc.wait()
             with self._cond:
                 if self._stop:
@@ -243,7 +246,14 @@ class IndexerProcess(Indexer):
     def _handle(self, message: dict[str, Any]) -> None:
         if "batch" in message:
             batch = message["batch"]
-            self._refresh(batch.get("rows") or [], batch.get("keywords", []))
+            rows = batch.get("rows") or []
+            try:
+                self._refresh(rows, batch.get("keywords", []))
+            except Exception:  # noqa: BLE001 - what this process kept of them is dropped, read again when asked
+                log.exception("refreshing the rows of an indexed batch failed; dropping what was kept of them")
+                self._parts.store.forget_cached_keywords(None)
+                for tenant_id, user_id, _ in rows:
+                    self._parts.replica.drop_user(tenant_id, user_id)
             with self._cond:
                 self._settled(batch.get("done") or [])
                 self.offered_total = int(batch.get("offered") or self.offered_total)
@@ -282,9 +292,9 @@ class IndexerProcess(Indexer):
             with parts.lock:
                 found = parts.store.get(tenant_id, user_id, ids)
                 keep = [r for r in found.values() if in_vector_index(r)]
-                gone = [r for r in found.values() if not in_vector_index(r)]
+                gone: list[Any] = [r for r in found.values() if not in_vector_index(r)]
+                gone += [SimpleNamespace(memory_id=m, tenant_id=tenant_id, user_id=user_id) for m in ids if m not in found]
                 replica.apply(keep, gone)
-                replica.forget([m for m in ids if m not in found])
 
 
 class _Forwarding(HandOver):

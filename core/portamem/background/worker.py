@@ -96,14 +96,14 @@ def _settings(raw: dict[str, Any]) -> Settings:
     return Settings(**raw)
 
 
-def _open(settings: Settings, index_uri: str) -> tuple[Components, Indexer, _Touched]:
+def _open(settings: Settings, index_uri: str, local: bool) -> tuple[Components, Indexer, _Touched]:
     embedder = get_embedder(settings.embedder, workers=settings.embed_workers)
     store = RecordStore(settings.resolved_db_url, keyword_cache_mb=0)
     touched = _Touched(store._write_lock)
     store.keywords.cache = touched
     try:
         index = MilvusVectorIndex(index_uri, model=embedder.name, dim=embedder.dim, token=settings.vector_token,
-                                  partition_per_user=settings.partition_per_user)
+                                  partition_per_user=settings.partition_per_user, local_server=local)
     except BaseException:
         store.close()
         raise
@@ -145,7 +145,7 @@ def main() -> int:
     config = json.loads(sys.stdin.readline())
     settings = _settings(config["settings"])
     try:
-        parts, indexer, touched = _open(settings, config["index_uri"])
+        parts, indexer, touched = _open(settings, config["index_uri"], bool(config.get("index_local")))
     except Exception as exc:  # noqa: BLE001 - said to the parent, which fails its open with it
         reply(failed=f"{type(exc).__name__}: {exc}")
         return 3

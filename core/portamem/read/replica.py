@@ -284,7 +284,7 @@ class VectorReader:
 
     def forget(self, memory_ids: Collection[str]) -> None:
         """Drop ids from whichever loaded user holds them (a delete that knows only ids)."""
-        for uv in self._users.values():
+        for uv in list(self._users.values()):  # a search moves its user to the end without the lock
             uv.delete([m for m in memory_ids if m in uv.pos])
 
     # ------------------------------------------------------------------ reads

@@ -153,7 +153,10 @@ class MilvusVectorIndex:
         token: str | None = None,
         partition_per_user: bool = True,
         process: str = "inline",
+        local_server: bool = False,
     ) -> None:
+        """``local_server``: ``uri`` is another process's embedded index (its child server), spoken to
+        without keepalive pings as this process speaks to its own (``storage.quiet``)."""
         if process not in VECTOR_PROCESSES:
             raise StoreOpenError(f"process must be one of {VECTOR_PROCESSES}, got {process!r}")
         self.uri = uri
@@ -220,7 +223,7 @@ class MilvusVectorIndex:
             kwargs: dict[str, Any] = {"uri": uri}
             if token:
                 kwargs["token"] = token
-            if self._local:  # a milvus-lite server of ours: no keepalive pings for it to refuse (``storage.quiet``)
+            if self._local or local_server:  # a milvus-lite server: no keepalive pings for it to refuse (``storage.quiet``)
                 kwargs["grpc_options"] = dict(LOCAL_CHANNEL_OPTIONS)
             if self._server is not None:  # a channel of its own: pymilvus shares one per address, and a
                 kwargs["dedicated"] = True  # restarted child may get the port of one that is gone
