@@ -299,3 +299,26 @@ def test_a_batch_this_process_cannot_refresh_still_settles(tmp_path: Path, monke
         assert {first.memory_id, later.memory_id} <= hits
     finally:
         mem.close()
+
+
+def test_closing_while_the_worker_is_started_again_leaves_no_worker(tmp_path: Path) -> None:
+    mem = _open(tmp_path / "s")
+    indexer = mem.indexer
+    assert isinstance(indexer, IndexerProcess)
+    kept = mem.save_memory("the fuse box is behind the coats", user_id="u")
+    pid = indexer.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)  # the supervisor is starting the next worker now
+    started = time.monotonic()
+    mem.close()
+    assert time.monotonic() - started < 60
+    assert _gone(pid)
+    assert not [p for p in psutil.Process().children(recursive=True)
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and "portamem.background.worker" in " ".join(p.cmdline())]
+    again = _open(tmp_path / "s")
+    try:
+        again.flush(timeout=60)
+        assert kept.memory_id in again.index.ids()
+    finally:
+        again.close()

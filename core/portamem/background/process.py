@@ -99,19 +99,23 @@ class IndexerProcess(Indexer):
         with self._cond:
             self._stop = True
             self._cond.notify_all()
-        proc = self._proc
-        if proc is not None:
-            self._close_input(proc)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                log.warning("the indexer process did not stop within %.0f s; killing it", STOP_TIMEOUT_S)
-                proc.kill()
-                proc.wait()
+        self._end(self._proc)
         for thread in (self._thread, self._signaller):
             if thread.is_alive() and threading.current_thread() is not thread:
                 thread.join()
         self._claims.close()
+
+    def _end(self, proc: subprocess.Popen[str] | None) -> None:
+        """Close the worker's input: it stops after the batch in hand; killed past ``STOP_TIMEOUT_S``."""
+        if proc is None:
+            return
+        self._close_input(proc)
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            log.warning("the indexer process did not stop within %.0f s; killing it", STOP_TIMEOUT_S)
+            proc.kill()
+            proc.wait()
 
     def flush(self, timeout: float | None) -> None:
         with self._cond:
@@ -196,9 +200,13 @@ class IndexerProcess(Indexer):
                     log.warning("%s; trying again in %.1f s", exc, delay)
                     delay = min(delay * 2, MAX_BACKOFF_S)
             with self._cond:
+                stopping = self._stop
                 self._wake = True  # what was noted while no worker ran
                 asked = self._requested if self._requested > self._drained else 0
                 self._cond.notify_all()
+            if stopping:  # ``stop`` came while this one started: it stops too
+                self._end(self._proc)
+                return
             if asked:  # a flush sent to the worker that died: the new one drains for it
                 self._send(f"f {asked}")
 
