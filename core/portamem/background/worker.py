@@ -100,7 +100,8 @@ def _open(settings: Settings, index_uri: str, local: bool) -> tuple[Components, 
     embedder = get_embedder(settings.embedder, workers=settings.embed_workers)
     store = RecordStore(settings.resolved_db_url, keyword_cache_mb=0)
     touched = _Touched(store._write_lock)
-    store.keywords.cache = touched
+    if store.is_sqlite:  # the only store whose postings a serving process caches (``RecordStore``)
+        store.keywords.cache = touched
     try:
         index = MilvusVectorIndex(index_uri, model=embedder.name, dim=embedder.dim, token=settings.vector_token,
                                   partition_per_user=settings.partition_per_user, local_server=local)
