@@ -696,8 +696,8 @@ def _run(args: argparse.Namespace, think: float | None, root: Path, stack: conte
     for text in remote.formation_lines(offered_turns):
         print(text, flush=True)
     print(f"{'':>12}  server queue: {queue}; exit code {code}")
-    ratio = remote.pct(99) / local.pct(99) if local.searches and remote.searches else float("nan")
-    print(f"{'':>12}  search p99 server / in-process: {ratio:.2f}x")
+    if local.searches and remote.searches:  # both phases ran
+        print(f"{'':>12}  search p99 server / in-process: {remote.pct(99) / local.pct(99):.2f}x")
     for f in (local, remote):
         for sample in f.error_samples:
             print(f"{f.name} error: {sample}", file=sys.stderr)
