@@ -360,18 +360,12 @@ class Settings:
     @property
     def resolved_vector_process(self) -> str:
         """How the embedded vector index runs (``vector_process``), the environment's word when unset."""
-        chosen = self.vector_process or os.environ.get("PORTAMEM_VECTOR_PROCESS") or "child"
-        if chosen not in ("child", "inline"):
-            raise ConfigError(f"PORTAMEM_VECTOR_PROCESS must be 'child' or 'inline', got {chosen!r}")
-        return chosen
+        return _chosen(self.vector_process, "PORTAMEM_VECTOR_PROCESS", ("child", "inline"))
 
     @property
     def resolved_indexer_process(self) -> str:
         """Where the background indexer runs (``indexer_process``), the environment's word when unset."""
-        chosen = self.indexer_process or os.environ.get("PORTAMEM_INDEXER_PROCESS") or "thread"
-        if chosen not in ("thread", "child"):
-            raise ConfigError(f"PORTAMEM_INDEXER_PROCESS must be 'thread' or 'child', got {chosen!r}")
-        return chosen
+        return _chosen(self.indexer_process, "PORTAMEM_INDEXER_PROCESS", ("thread", "child"))
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -410,6 +404,14 @@ class Settings:
         if "trust_factors" in values:
             values["trust_factors"] = {**DEFAULT_TRUST_FACTORS, **values["trust_factors"]}
         return cls(**values)
+
+
+def _chosen(value: str | None, variable: str, allowed: tuple[str, ...]) -> str:
+    """A setting's word, else the environment's, else the first of ``allowed`` (the default)."""
+    chosen = value or os.environ.get(variable) or allowed[0]
+    if chosen not in allowed:
+        raise ConfigError(f"{variable} must be {' or '.join(repr(a) for a in allowed)}, got {chosen!r}")
+    return chosen
 
 
 def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:

@@ -171,22 +171,19 @@ class Memory:
         handed to this constructor cannot follow it there, and it reaches the vector index only in a
         process of its own."""
         if self.index.address is None:
-            self.index.close()
-            self.store.close()
-            raise ConfigError("indexer_process='child' needs the vector index in a process of its own "
-                              "(vector_process='child', or a Milvus server's vector_uri)")
-        if embedder is not None and embedder.name != self.settings.embedder:
-            self.index.close()
-            self.store.close()
-            raise ConfigError(f"indexer_process='child' builds the embedder {self.settings.embedder!r} from the "
-                              f"settings, not the {embedder.name!r} given: set Settings.embedder to a registered "
-                              "name, or keep indexer_process='thread'")
-        if plugins is not None:
-            self.index.close()
-            self.store.close()
-            raise ConfigError("indexer_process='child' loads the plugins installed as entry points; a plugin "
-                              "manager given to Memory cannot follow it into the worker process: install "
-                              "the plugins, or keep indexer_process='thread'")
+            why = ("needs the vector index in a process of its own (vector_process='child', or a Milvus "
+                   "server's vector_uri)")
+        elif embedder is not None and embedder.name != self.settings.embedder:
+            why = (f"builds the embedder {self.settings.embedder!r} from the settings, not the {embedder.name!r} "
+                   "given: set Settings.embedder to a registered name, or keep indexer_process='thread'")
+        elif plugins is not None:
+            why = ("loads the plugins installed as entry points; a plugin manager given to Memory cannot follow "
+                   "it into the worker process: install the plugins, or keep indexer_process='thread'")
+        else:
+            return
+        self.index.close()
+        self.store.close()
+        raise ConfigError(f"indexer_process='child' {why}")
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Memory:

@@ -113,6 +113,10 @@ class Indexer:
         with self._cond:
             for memory_id, tenant_id, user_id in self._parts.store.outbox_keys():
                 self._track(memory_id, (tenant_id, user_id), now)
+        self._launch()
+
+    def _launch(self) -> None:
+        """Start what drains the outbox: the thread (a worker process in ``background.process``)."""
         self._thread.start()
 
     def stop(self) -> None:
@@ -217,8 +221,14 @@ class Indexer:
             target = self._requested
             self._wake = True
             self._cond.notify_all()
+        self._ask(target)
+        with self._cond:
             if not self._cond.wait_for(lambda: self._stop or self._drained >= target, timeout):
                 raise IndexingTimeoutError(self._behind(timeout))
+
+    def _ask(self, target: int) -> None:
+        """Ask for drain round ``target`` (the thread was woken for it already; a worker process is
+        asked over its pipe: ``background.process``)."""
 
     def _behind(self, timeout: float | None) -> str:
         why = f"; last error: {self._error}" if self._error else ""
@@ -277,12 +287,7 @@ class Indexer:
                         self._claims.release(sorted(mine))
                     if self.on_batch is not None:
                         self.on_batch(done, written, touched)
-                    with self._cond:
-                        self._settled(done)
-                        self._done.append((time.monotonic(), written))
-                        self._total += written
-                        self._error = None
-                        self._cond.notify_all()
+                    self._batch_done(done, written)
                 else:
                     return
             except Exception as exc:  # the rows stay queued: retried on the next round
@@ -302,14 +307,28 @@ class Indexer:
                     continue
                 drained = round_id > self._drained
                 self._drained = max(self._drained, round_id)
-                noted = list(self._pending)
             if drained and self.on_drained is not None:
                 self.on_drained(round_id)
-            # rows another process's indexer settled on a shared store leave the queue by their state
-            done = self._parts.store.indexed_ids(noted) if noted else set()
-            with self._cond:
-                self._settled(done)
-                self._cond.notify_all()
+            self._sweep()
+
+    def _batch_done(self, done: Sequence[str], written: int) -> None:
+        """A batch committed: its rows leave the queue, and its count the rate."""
+        with self._cond:
+            self._settled(done)
+            self._done.append((time.monotonic(), written))
+            self._total += written
+            self._error = None
+            self._cond.notify_all()
+
+    def _sweep(self) -> None:
+        """Rows another process's indexer settled on a shared store (or never committed) leave the
+        queue by their state in the store."""
+        with self._cond:
+            noted = list(self._pending)
+        done = self._parts.store.indexed_ids(noted) if noted else set()
+        with self._cond:
+            self._settled(done)
+            self._cond.notify_all()
 
     def _process(self, rows: Sequence[tuple[int, int, MemoryRecord]]
                  ) -> tuple[list[str], int, list[MemoryRecord]]:

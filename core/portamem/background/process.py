@@ -44,7 +44,7 @@ import numpy as np
 from ..components import Components
 from ..errors import StoreOpenError
 from ..records import MemoryRecord, in_vector_index
-from .indexer import Indexer, needs_repair
+from .indexer import Indexer
 from .queued import HandOver
 
 __all__ = ["IndexerProcess", "START_TIMEOUT_S", "handed_over"]
@@ -85,12 +85,7 @@ class IndexerProcess(Indexer):
         return proc.pid if proc is not None and proc.poll() is None else None
 
     # ------------------------------------------------------------------ control
-    def start(self, *, repair: bool | None = None) -> None:
-        self._repair = needs_repair(self._parts) if repair is None else repair
-        now = time.monotonic()
-        with self._cond:
-            for memory_id, tenant_id, user_id in self._parts.store.outbox_keys():
-                self._track(memory_id, (tenant_id, user_id), now)
+    def _launch(self) -> None:
         self._spawn(self._repair)  # at open: a worker that cannot start fails the open
         self._thread.start()
         self._signaller.start()
@@ -117,19 +112,9 @@ class IndexerProcess(Indexer):
             proc.kill()
             proc.wait()
 
-    def flush(self, timeout: float | None) -> None:
-        with self._cond:
-            if self._stop or not self._thread.is_alive():
-                return
-            self._requested += 1
-            target = self._requested
-        self._parts.store.committed()
+    def _ask(self, target: int) -> None:
+        self._parts.store.committed()  # the worker reads the outbox after the commits that noted rows
         self._send(f"f {target}")
-        with self._cond:
-            if not self._cond.wait_for(lambda: self._stop or self._drained >= target, timeout):
-                from ..errors import IndexingTimeoutError
-
-                raise IndexingTimeoutError(self._behind(timeout))
 
     # ------------------------------------------------------------------ the worker
     def _spawn(self, repair: bool) -> None:
@@ -262,23 +247,12 @@ class IndexerProcess(Indexer):
                 self._parts.store.forget_cached_keywords(None)
                 for tenant_id, user_id, _ in rows:
                     self._parts.replica.drop_user(tenant_id, user_id)
-            with self._cond:
-                self._settled(batch.get("done") or [])
-                self.offered_total = int(batch.get("offered") or self.offered_total)
-                written = int(batch.get("written") or 0)
-                self._done.append((time.monotonic(), written))
-                self._total += written
-                self._error = None
-                self._cond.notify_all()
+            self.offered_total = int(batch.get("offered") or self.offered_total)
+            self._batch_done(batch.get("done") or [], int(batch.get("written") or 0))
         elif "drained" in message:
-            target = int(message["drained"])
+            self._sweep()
             with self._cond:
-                noted = list(self._pending)
-            # rows settled by another process's indexer (a shared store), or never committed
-            done = self._parts.store.indexed_ids(noted) if noted else set()
-            with self._cond:
-                self._settled(done)
-                self._drained = max(self._drained, target)
+                self._drained = max(self._drained, int(message["drained"]))
                 self._cond.notify_all()
         elif "repaired" in message:
             index = self._parts.index

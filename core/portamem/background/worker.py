@@ -28,7 +28,7 @@ from ..components import Components
 from ..config import Settings
 from ..embedding.embedders import PassageBatcher, get_embedder
 from ..plugins import Hooks, get_plugin_manager
-from ..records import MemoryRecord, in_vector_index
+from ..records import MemoryRecord
 from ..read.replica import VectorReader
 from ..storage.sql import RecordStore
 from ..storage.termcache import TermCache
@@ -91,11 +91,6 @@ class _Reply:
                 pass
 
 
-def _settings(raw: dict[str, Any]) -> Settings:
-    """The parent's settings as it sent them (``process.settings_json``), the index process's address aside."""
-    return Settings(**raw)
-
-
 def _open(settings: Settings, index_uri: str, local: bool) -> tuple[Components, Indexer, _Touched]:
     embedder = get_embedder(settings.embedder, workers=settings.embed_workers)
     store = RecordStore(settings.resolved_db_url, keyword_cache_mb=0)
@@ -144,7 +139,7 @@ def main() -> int:
                         format="portamem-indexer[%(process)d] %(levelname)s %(name)s: %(message)s")
     reply = _Reply(out)
     config = json.loads(sys.stdin.readline())
-    settings = _settings(config["settings"])
+    settings = Settings(**config["settings"])  # the store's, as ``dataclasses.asdict`` sent them
     try:
         parts, indexer, touched = _open(settings, config["index_uri"], bool(config.get("index_local")))
     except Exception as exc:  # noqa: BLE001 - said to the parent, which fails its open with it
@@ -156,8 +151,7 @@ def main() -> int:
         for r in records:
             scopes.setdefault((r.tenant_id, r.user_id), []).append(r.memory_id)
         reply(batch={"done": done, "written": written, "rows": [[t, u, ids] for (t, u), ids in scopes.items()],
-                     "keywords": touched.taken(),
-                     "indexed": sum(1 for r in records if in_vector_index(r)), "offered": indexer.offered_total})
+                     "keywords": touched.taken(), "offered": indexer.offered_total})
 
     indexer.on_batch = batch
     indexer.on_drained = lambda n: reply(drained=n)

@@ -17,6 +17,7 @@ from ..client import SERVER_FILE
 from ..config import Settings
 from ..errors import ConfigError, PortamemError
 from ..read.calibration import hubness_for
+from ..storage.vectors import is_server_uri
 
 __all__ = ["SERVER_COMMANDS", "check_keyless", "is_loopback", "serve"]
 
@@ -50,8 +51,7 @@ def serving(settings: Settings) -> Settings:
     holds the GIL the requests need (``portamem.background.process``)."""
     if settings.indexer_process is not None or os.environ.get("PORTAMEM_INDEXER_PROCESS"):
         return settings
-    remote = (settings.vector_uri or "").startswith(("http://", "https://", "tcp://", "unix:"))
-    if remote or settings.resolved_vector_process == "child":
+    if is_server_uri(settings.resolved_vector_uri) or settings.resolved_vector_process == "child":
         return settings.replace(indexer_process="child")
     return settings
 

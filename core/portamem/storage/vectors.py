@@ -54,7 +54,7 @@ from ..records import MemoryRecord, MemoryType, Source, Trust
 from . import indexserver
 from .quiet import LOCAL_CHANNEL_OPTIONS, lite_iteration
 
-__all__ = ["MilvusVectorIndex", "IndexRestarting", "VectorHit", "scope_key", "collection_name", "collection_schema",
+__all__ = ["MilvusVectorIndex", "is_server_uri", "IndexRestarting", "VectorHit", "scope_key", "collection_name", "collection_schema",
            "opt_key"]
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,11 @@ def scope_key(tenant_id: str, user_id: str) -> int:
 
 def opt_key(kind: str, value: str | None) -> int:
     return 0 if value is None else _key(kind, value)
+
+
+def is_server_uri(uri: str) -> bool:
+    """Whether ``uri`` names a Milvus server (else a milvus-lite file this process opens)."""
+    return uri.startswith(("http://", "https://", "tcp://", "unix:"))
 
 
 def collection_name(model: str, dim: int) -> str:
@@ -168,7 +173,7 @@ class MilvusVectorIndex:
         self._unflushed = 0
         self._closed = False
         self._client_closed = False
-        self._local = not uri.startswith(("http://", "https://", "tcp://", "unix:"))
+        self._local = not is_server_uri(uri)
         self.remote = not self._local
         #: writes noted and not yet applied (id -> (scope key, row; None for a delete)), and those in hand
         self._noted: dict[str, tuple[int | None, dict[str, Any] | None]] = {}
