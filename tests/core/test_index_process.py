@@ -130,32 +130,37 @@ def test_another_process_gets_a_clear_error(tmp_path: Path, hashed: Embedder) ->
     assert StoreLockedError  # the class the other process reports
 
 
-def test_a_killed_parent_leaves_no_orphan(tmp_path: Path) -> None:
+@pytest.mark.parametrize("indexer", ["thread", "child"])
+def test_a_killed_parent_leaves_no_orphan(tmp_path: Path, indexer: str) -> None:
+    """Neither the index process nor, with ``indexer_process="child"``, the indexer's worker outlives a
+    store killed with -9 (``tests/core/test_indexer_process.py`` has the worker's other tests)."""
+    settings = (f"path={str(tmp_path / 's')!r}, vector_process='child', indexer_process={indexer!r}, "
+                "embedder='null-hash', embed_workers=0")
     code = textwrap.dedent(f"""
         import sys, time
         from portamem import Memory, Settings
-        from portamem.embedding.embedders import get_embedder
-        mem = Memory(settings=Settings(path={str(tmp_path / 's')!r}, vector_process="child"),
-                     embedder=get_embedder("null-hash", workers=0))
+        mem = Memory(settings=Settings({settings}))
         mem.save_memory("written before the kill", user_id="u")
         mem.flush()
-        print(mem.index.server_pid, flush=True)
+        print(mem.index.server_pid, getattr(mem.indexer, "pid", ""), flush=True)
         time.sleep(300)
     """)
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
         assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert psutil.pid_exists(child)
+        child, *worker = (int(pid) for pid in parent.stdout.readline().split())
+        assert psutil.pid_exists(child) and len(worker) == (indexer == "child")
         parent.send_signal(signal.SIGKILL)
         parent.wait(30)
         assert _gone(child), "the index process outlived its killed parent"
+        for pid in worker:
+            assert _gone(pid, timeout=30), "the indexer process outlived its killed store"
     finally:
         if parent.poll() is None:
             parent.kill()
-    mem = Memory(settings=Settings(path=str(tmp_path / "s"), vector_process="child"),
-                 embedder=get_embedder("null-hash", workers=0))
+    mem = Memory(settings=Settings(path=str(tmp_path / "s"), vector_process="child", indexer_process=indexer,
+                                   embedder="null-hash", embed_workers=0))
     try:
         mem.flush()
         assert [h.content for h in mem.search_memory("written before", user_id="u")] == ["written before the kill"]
