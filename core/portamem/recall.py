@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 from .language.entities import extract_entities, normalize_entity
 from .pipeline import Preload
 from .plugins import Hooks, get_plugin_manager
+from .read.current import asks_past
 from .read.preload import TASKS, pick, preload_query, task_words
 from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
 from .filters import SearchFilters, for_agent
-from .records import OUTDATED_KEY, SearchHit, Status, Tier
+from .records import EARLIER_KEY, OUTDATED_KEY, SearchHit, Status, Tier
 from .write.validation import check_id
 
 if TYPE_CHECKING:
@@ -90,6 +91,9 @@ def recall(
     shown = list(shown)
     scoped = for_agent(SearchFilters.coerce(filters), agent_id)
     filters = None if filters is None and agent_id is None else scoped
+    if isinstance(query, str) and asks_past(query) and scoped.statuses == (Status.ACTIVE,):
+        # "who was my manager before?": the values a newer statement retired answer it too, marked
+        scoped = filters = dataclasses.replace(scoped, statuses=(Status.ACTIVE, Status.SUPERSEDED))
     admits = scoped.admits  # a linked, preloaded or reused line is shown only where a search would show it
     hits = memory.search_memory(query, user_id=user_id, top_k=top_k, tenant_id=tenant_id,
                                 window_session=session_id, shown=shown, touch=True, now=now, filters=filters)
@@ -133,9 +137,13 @@ def _still_held(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id: 
 
 
 def _outdated_by(hit: SearchHit) -> str | None:
-    link = hit.record.metadata.get(OUTDATED_KEY)
-    by = link.get("by") if isinstance(link, dict) else None
-    return by if isinstance(by, str) else None
+    """The newer memory that outdated a part of the hit, or ended it as a statement about the same thing."""
+    for key in (OUTDATED_KEY, EARLIER_KEY):
+        link = hit.record.metadata.get(key)
+        by = link.get("by") if isinstance(link, dict) else None
+        if isinstance(by, str):
+            return by
+    return None
 
 
 def _abstracted_into(hit: SearchHit) -> str | None:
@@ -155,8 +163,9 @@ def _with_linked(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id:
       ``for_prompt`` shows it in their place);
     - ``_outdated_by``, marked ``CURRENT``: the newer memory that outdated a part of the hit
       (``portamem.write.supersession``: "the start got pushed back to 10 March" for "Tomasz can start
-      on 24 February"); ``for_prompt`` shows it in the older's place when the question is about what
-      changed, and leaves it out otherwise.
+      on 24 February"), or that ended it as a statement about the same thing with another value
+      (``portamem.write.currency``); ``for_prompt`` shows it in the older's place when the question is
+      about what changed, and leaves it out otherwise.
     """
     have = {h.memory_id for h in hits}
     out: list[SearchHit] = []

@@ -21,6 +21,8 @@ __all__ = [
     "SearchHit",
     "Turn",
     "new_memory_id",
+    "as_trusted",
+    "speaks_for_the_user",
     "utcnow",
     "to_iso",
     "from_iso",
@@ -29,6 +31,7 @@ __all__ = [
     "TRUST_RANK",
     "REPLACED_KEY",
     "OUTDATED_KEY",
+    "EARLIER_KEY",
     "GUARD_KEY",
     "REDACTIONS_KEY",
     "VAULT_KEY",
@@ -44,6 +47,7 @@ __all__ = [
     "ABSTRACT_KEY",
     "ABSTRACTED_INTO",
     "SYSTEM_METADATA_KEYS",
+    "SYSTEM_NAMESPACE",
     "system_key",
 ]
 
@@ -68,6 +72,10 @@ def system_key(name: str, holds: str) -> str:
 REPLACED_KEY = system_key("replaced", "what the memory's statement replaced (write.supersession)")
 #: metadata key of an older memory a newer statement outdated in part: {"by", "at"}
 OUTDATED_KEY = system_key("outdated", "the newer memory that outdated this one in part (write.supersession)")
+#: metadata key of an older memory that a newer statement about the same thing ended, kept active as the
+#: history of that thing: {"by": the newer's id, "from": when it held, "until": when the newer was said,
+#: "value": what the newer says in its place} (written by ``portamem.write.currency``, read by the read path)
+EARLIER_KEY = system_key("earlier", "the newer memory about the same thing that ended this one's validity (write.currency)")
 GUARD_KEY = system_key("guard", "the guard's verdict on the memory (write.save, write.trust)")
 REDACTIONS_KEY = system_key("redactions", "the kinds of PII redacted out of it (write.privacy)")
 VAULT_KEY = system_key("pii_vault", "the sealed originals of what was redacted (write.privacy)")
@@ -85,6 +93,11 @@ ABSTRACTED_INTO = system_key("abstracted_into", "the abstract memory that stands
 
 #: the keys above, and any declared later with :func:`system_key` (a live view, so none is missed)
 SYSTEM_METADATA_KEYS = _SYSTEM_KEYS.keys()
+
+#: the first label of every key namespace portamem writes under itself (the maintainer's habits,
+#: ``("portamem", "abstract")``): a caller's keyed write there is refused like a system metadata key
+#: (``portamem.write.validation.check_namespace``), since a write under a habit's key would replace it in place
+SYSTEM_NAMESPACE = "portamem"
 
 
 class MemoryType(str, Enum):
@@ -142,6 +155,13 @@ def as_trusted(newer: MemoryRecord, older: MemoryRecord) -> bool:
     the write path and in the prompt alike (a web page's "it moved to Tuesday" never retires what the user
     or a tool said)."""
     return TRUST_RANK[newer.trust] >= TRUST_RANK[older.trust]
+
+
+def speaks_for_the_user(record: MemoryRecord) -> bool:
+    """First-person statements are the user's own only in what the user or the application said; an
+    episode states nothing itself (the statements captured from its turns do), and "I live in Berlin"
+    on a web page or in a tool's output is someone else's."""
+    return record.source in (Source.USER, Source.SYSTEM) and record.type is not MemoryType.EPISODIC
 
 
 def new_memory_id() -> str:

@@ -140,3 +140,20 @@ def test_the_rule_template_writes_the_habit_when_the_llm_keeps_failing(flyer: Me
     flyer.maintain(now=T0 + timedelta(days=60))
     habit = _abstracts(flyer)[0]
     assert habit.content.startswith("Habit: ") and "window" in habit.content
+
+
+@pytest.mark.parametrize("namespace", [("portamem", "abstract"), "portamem.abstract", ("portamem",),
+                                       ("portamem", "abstract", "deeper")])
+def test_a_caller_may_not_write_under_the_habits_key(flyer: Memory, namespace: object) -> None:
+    from portamem import MemoryDraft, ValidationError
+
+    flyer.maintain(now=T0 + timedelta(days=60))
+    habit = _abstracts(flyer)[0]
+    key = habit.key if namespace in (("portamem", "abstract"), "portamem.abstract") else "mine"
+    with pytest.raises(ValidationError, match="portamem's own"):
+        flyer.save_memory("Habit: aisle seats, always.", user_id="u", key=key, key_namespace=namespace)
+    with pytest.raises(ValidationError, match="portamem's own"):
+        flyer.save_memories([MemoryDraft("Habit: aisle seats.", key=key, key_namespace=namespace)], user_id="u")
+    assert flyer.get_memory(habit.memory_id, user_id="u").content == habit.content
+    # a namespace that only starts with the same letters is the caller's
+    assert flyer.save_memory("Seat pick: aisle.", user_id="u", key="seat", key_namespace=("portamemo",)).key == "seat"

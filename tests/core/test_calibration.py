@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from portamem import Memory, Settings
+from portamem.read import calibration
 from portamem.read.calibration import CALIBRATIONS, Calibration, calibration_for, vector_score
-from portamem.embedding.embedders import Embedder
+from portamem.embedding.embedders import Embedder, get_embedder
 from portamem.errors import ConfigError, ValidationError
 
 FILLER = [
@@ -138,3 +140,48 @@ def test_hybrid_never_ranks_below_bm25_alone_with_a_packaged_embedder(tmp_path: 
                        for hits in [mem.search_memory(q, user_id="u", sources=sources)])
 
         assert first_right(("vector", "keyword", "entity")) >= first_right(("keyword",))
+
+
+_SHIPPED = sorted(p.stem for p in (Path(calibration.__file__).parent / calibration.SHIPPED_HUBNESS).glob("*.npz"))
+
+
+def test_the_packaged_embedders_ship_their_hubness_reference() -> None:
+    assert "multilingual-e5-small-q4" in _SHIPPED  # the default model's, at least
+
+
+@pytest.mark.parametrize("name", _SHIPPED)
+def test_a_shipped_hubness_reference_is_what_measuring_gives(name: str) -> None:
+    """Recomputing a packaged reference on this machine gives the shipped one (within float noise),
+    so a search reading it corrects cosines as the measured one would."""
+    try:
+        embedder = get_embedder(name, workers=0)
+    except Exception as exc:  # noqa: BLE001 - a model this install lacks cannot be recomputed here
+        pytest.skip(f"{name} is not installed: {exc}")
+    shipped = calibration.shipped_hubness(embedder)
+    assert shipped is not None, f"{name}: the shipped reference was measured on another version; rerun " \
+                                "benchmarks/hubness_reference.py"
+    measured = calibration.measure_hubness(embedder)
+    np.testing.assert_allclose(shipped.query_mean, measured.query_mean, atol=2e-3)
+    assert shipped.passage_mean == pytest.approx(measured.passage_mean, abs=2e-3)
+    assert shipped.cjk_passage_mean == pytest.approx(measured.cjk_passage_mean, abs=2e-3)
+
+
+class _Unembedding:
+    """The default model's name, version and dimension, refusing to embed anything."""
+
+    def __init__(self, inner: Embedder, version: str | None = None) -> None:
+        self.name, self.dim = inner.name, inner.dim
+        self.version = inner.version if version is None else version
+
+    def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
+        raise AssertionError(f"embedded {len(texts)} texts")
+
+
+def test_a_search_reads_the_shipped_reference_instead_of_embedding_the_background(
+        embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first search of a fresh process used to embed the background set (0.6-4 s); with the
+    model's reference in the package it embeds nothing for it, and another version measures its own."""
+    monkeypatch.setattr(calibration, "_hubness", {})
+    hub = calibration.hubness_for(_Unembedding(embedder))  # type: ignore[arg-type]
+    assert hub is not None and hub.query_mean.shape == (embedder.dim,)
+    assert calibration.shipped_hubness(_Unembedding(embedder, version="0.0-other")) is None  # type: ignore[arg-type]

@@ -22,6 +22,8 @@ from .connect import open_memory as _open
 from .connect import progress_bar as _progress
 from ..errors import PortamemError
 from ..memory import Memory
+from ..read.prompt import format_memories
+from ..recall import recall
 from ..records import SearchHit
 from .migration import STORAGE_COMMANDS
 from ..server.commands import SERVER_COMMANDS
@@ -66,6 +68,9 @@ DEMO_QUERIES: tuple[str, ...] = (
     "她什么时候去上海？",
     "What does Dana do for a living?",
 )
+#: asked the next day through ``recall``, as a framework asks before a model call: the prompt it gets shows
+#: the cancellation in place of the order it replaced
+DEMO_PROMPT_QUESTION = "Is my mixer order still coming?"
 
 
 def _add_demo(p: argparse.ArgumentParser) -> None:
@@ -96,6 +101,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             hits = mem.search_memory(query, user_id="dana", top_k=3)
             print(f"\n? {query}   ({(time.perf_counter() - t) * 1000:.0f} ms)")
             _print_hits(hits)
+        print(f"\nThe next day, the prompt a framework gets for {DEMO_PROMPT_QUESTION!r} (recall):")
+        prompt = format_memories(recall(mem, DEMO_PROMPT_QUESTION, user_id="dana", session_id="next-day"), ids=False)
+        print("\n".join(f"  {line}" for line in prompt.splitlines()) or "  (nothing)")
     if not (args.keep or args.path):
         import shutil
 

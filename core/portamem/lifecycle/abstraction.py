@@ -38,7 +38,7 @@ import numpy as np
 
 from ..components import Components
 from ..pipeline import Habit, WriteContext
-from ..records import ABSTRACT_KEY, ABSTRACTED_INTO, MemoryRecord, MemoryType, Status, to_iso
+from ..records import ABSTRACT_KEY, ABSTRACTED_INTO, SYSTEM_NAMESPACE, MemoryRecord, MemoryType, Status, to_iso
 from ..language.statements import content_words
 from ..language.text import has_cjk
 from ..write.requests import MemoryDraft
@@ -51,7 +51,7 @@ __all__ = ["ABSTRACT_KEY", "ABSTRACTED_INTO", "ABSTRACT_NAMESPACE", "abstract", 
 # "since", "words", "derived_from"} (``derived_from``: the group's memories, those with the habit and those
 # without); ``ABSTRACTED_INTO``, metadata key of a member: the id of the abstract memory that stands for it
 #: the key namespace the maintainer writes abstract memories under
-ABSTRACT_NAMESPACE = ("portamem", "abstract")
+ABSTRACT_NAMESPACE = (SYSTEM_NAMESPACE, "abstract")
 #: a habit word is held by at least this share of a group, and this share of its holders are in the group
 _SHARE = 0.6
 _OWN = 0.7

@@ -26,12 +26,12 @@ from ..storage.keywords import BM25_B, BM25_K1
 from ..storage.schema import keyword_text
 from ..storage.sql import RecordStore
 from ..storage.vectors import MilvusVectorIndex
-from ..language.text import has_cjk, query_tokens, tokenize
+from ..language.text import STOPWORDS, has_cjk, query_tokens, tokenize
 from .calibration import Calibration, Hubness, calibration_for, vector_score
 from .replica import UserVectors
 from .slots import asked_slots, states_slot
 
-__all__ = ["SOURCES", "PRIOR_DOCS", "Candidate", "ComponentScorer", "CandidateFinder", "bm25_idf"]
+__all__ = ["SOURCES", "OWN_VECTOR", "PRIOR_DOCS", "Candidate", "ComponentScorer", "CandidateFinder", "bm25_idf"]
 
 #: the candidate generators; each one's score is also computed for the candidates of the others
 SOURCES: tuple[str, ...] = ("vector", "keyword", "entity")
@@ -103,6 +103,48 @@ def asked_identifiers(question: str) -> list[list[str]]:
     return out
 
 
+#: the words that say "mine" in a Chinese question ("我老婆", "我的车", "我家狗")
+_MINE_ZH = frozenset({"我", "我的", "我家", "我们", "我们的", "咱家", "我家的"})
+#: words after "my" that qualify or ask rather than name a thing of the user's
+_NOT_THINGS = _IDENTIFIER_EN | _QUALIFIER | frozenset(
+    "name names called favourite favorite usual own best last next first whole other way".split())
+
+
+def asked_things(question: str) -> list[str]:
+    """The things of the user's a personal question names ("What does my wife do?" -> wife, "What's my
+    dog's name?" -> dog, "我老婆做什么工作？" -> 老婆): each possessed phrase's head (its last word before a
+    possessive or a verb), and in Chinese the first noun after 我 / 我的 / 我家 / 我们. A question naming a
+    thing no memory of the user mentions is about nothing stored, unless a memory stands out for it by
+    meaning ("a beagle called Rolo" for "my dog"): ``Settings.unknown_thing_penalty`` weighs it."""
+    out: list[str] = []
+    for m in _POSSESSED_EN.finditer(question):
+        if not re.match(r"(?:my|our)\b", m.group(0), re.I):  # "Dana's job" is Dana's, not the user's
+            continue
+        for seg in re.split(r"['’]s\b", m.group(1)):
+            words = [w.lower() for w in seg.split() if w.lower() not in _NOT_THINGS]
+            if words and words[-1] not in STOPWORDS and words[-1].isalpha():
+                out.append(words[-1])
+    if has_cjk(question):
+        import rjieba
+
+        words = [w for w in rjieba.cut(question) if w.strip()]
+        for i, word in enumerate(words):
+            if word not in _MINE_ZH:
+                continue
+            nxt = next((w for w in words[i + 1:i + 3] if w not in ("的", "家")), "")
+            # the word on its own: a noun (狗, 老婆, 牙医) or a character jieba leaves untagged (车), not a
+            # verb or a time (住, 现在)
+            tags = rjieba.tag(nxt) if nxt else []
+            if len(tags) == 1 and (tags[0][1].startswith("n") or tags[0][1] in ("vn", "zg")):
+                out.append(nxt)
+    return list(dict.fromkeys(out))
+
+
+#: ``Candidate.raw`` key of the vector component scored on the background of the question's own language
+#: (``portamem.read.calibration.Calibration.cjk``), where it differs from the one that ranks
+OWN_VECTOR = "vector_own"
+
+
 @dataclass
 class Candidate:
     """A record found by one or more retrievers, with every component score kept (each 0..1).
@@ -122,6 +164,9 @@ class Candidate:
     #: share (0..1) of the things whose identifier the query asks for ("my passport number") that no
     #: memory mentions: nothing stored can give that value (``Settings.unknown_asked_penalty``)
     unknown_asked: float = 0.0
+    #: share (0..1) of the things of the user's the query names ("my wife") that no memory mentions
+    #: (``asked_things``, ``Settings.unknown_thing_penalty``)
+    unknown_thing: float = 0.0
     #: the record's vector of the index's model (float32), read from the replica rather than the row
     vector: np.ndarray | None = None
     #: a row not reviewed by the indexer yet: a duplicate of a stored memory among them will be merged into it
@@ -279,15 +324,17 @@ class CandidateFinder:
                 found[memory_id].queued = True
         self.attach_vectors(tenant_id, user_id, found.values())
         if qvec is not None:
-            self._score_vector(qvec, found, [s for _, s in vector_hits])
+            self._score_vector(qvec, found, [s for _, s in vector_hits], cjk=has_cjk(query))
         if "keyword" in sources:
             self._score_keyword(query, tenant_id, user_id, n_user, found)
         if "entity" in sources:
             self._score_entities(entity_weights, bm25_idf(n_user + PRIOR_DOCS, 1), found)
             unknown, unasked = self._unknown_shares(query_entities, unheld, asked_identifiers(query), tenant_id,
                                                     user_id, n_user)
+            things = [[w] for w in asked_things(query)]
+            unthing = self._unknown_shares([], [], things, tenant_id, user_id, n_user)[1] if things else 0.0
             for cand in found.values():
-                cand.unknown_entities, cand.unknown_asked = unknown, unasked
+                cand.unknown_entities, cand.unknown_asked, cand.unknown_thing = unknown, unasked, unthing
         return found
 
     def _unknown_shares(self, entities: Sequence[str], unheld: Sequence[str], asked: Sequence[Sequence[str]],
@@ -320,9 +367,11 @@ class CandidateFinder:
         for cand in todo:
             cand.vector = found.get(cand.memory_id)
 
-    def _score_vector(self, qvec: np.ndarray, found: dict[str, Candidate], pool: list[float]) -> None:
+    def _score_vector(self, qvec: np.ndarray, found: dict[str, Candidate], pool: list[float], cjk: bool = False) -> None:
         """Cosine against the embedder's measured background of unrelated pairs (``portamem.read.calibration``):
-        the same cosine scores the same in any pool. A model nobody calibrated falls back to the
+        the same cosine scores the same in any pool. For a Chinese question (``cjk``) it is also scored
+        against the background of Chinese text (``OWN_VECTOR``), by which ``rank`` decides whether
+        anything is relevant at all. A model nobody calibrated falls back to the
         cosine above this query's least similar neighbour, over the headroom left to 1."""
         floor = min(pool) if pool else 0.0
         with_vec = [c for c in found.values() if c.vector is not None]
@@ -343,6 +392,8 @@ class CandidateFinder:
             cand.raw["cosine"] = cos
             if self.calibration is not None:
                 cand.components["vector"] = float(vector_score(cos, self.calibration))
+                if cjk and self.calibration.cjk is not None:
+                    cand.raw[OWN_VECTOR] = float(vector_score(cos, self.calibration, cjk=True))
             else:
                 cand.components["vector"] = max(0.0, (cos - floor) / (1.0 - floor)) if floor < 1.0 else 0.0
 
@@ -368,8 +419,13 @@ class CandidateFinder:
             cand.components["keyword"] = min(1.0, bm25 / ceiling)
         slots = asked_slots(query)
         if slots:  # "What does Dana do for a living?" is answered by "I'm a pastry chef" (``read.slots``)
+            # ... but "What does my wife do for a living?" asks for the wife's work, not the user's: a
+            # memory that does not name the person asked about does not state that slot
+            others = [t for t in asked_things(query) if not asked_slots(f"my {t} 我的{t}是什么")]
             for cand in found.values():
                 assert cand.record is not None
+                if others and not any(t in cand.record.content.lower() for t in others):
+                    continue
                 if states_slot(cand.record.content, slots):
                     cand.raw["slot"] = 1.0
                     cand.components["keyword"] = max(cand.components["keyword"], SLOT_MATCH)

@@ -30,7 +30,7 @@ from ..language.vocabulary import CHANGE as _CHANGE
 from ..language.vocabulary import CURRENCY as _CURRENCY
 from ..language.vocabulary import DATE as _DATE
 
-__all__ = ["asked_kind", "values", "current_answers"]
+__all__ = ["asked_kind", "asks_past", "values", "current_answers"]
 
 #: questions that ask for an amount, and for a date or time
 _ASKS_AMOUNT = re.compile(r"\bhow (?:much|many|far|long|heavy|old|big|tall|often)\b|\bwhat(?:'s| is| are| was)? "
@@ -52,6 +52,11 @@ _ASKING = frozenset(
 _CLAUSE = re.compile(r"[.;!?\n。；！？]+\s*|,\s*(?:but|and|so)\s+|\s+but\s+|[，,]\s*(?:但|不过|而且|另外)")
 #: "the new salary": a change where the clause names the asked thing itself (a "new helmet" is another thing)
 _NEW = re.compile(r"\bnew\b|新的|新", re.I)
+
+
+def asks_past(question: str) -> bool:
+    """Whether a question asks about what held before ("what did I use to drive?", "我以前住哪")."""
+    return bool(_PAST.search(question))
 
 
 def asked_kind(question: str) -> str | None:

@@ -81,16 +81,31 @@ class _Column:
         code = self.vocab.get(x)
         return np.zeros(n, dtype=bool) if code is None else self.code[:n] == code
 
+    def among(self, c: MetadataCondition, n: int) -> np.ndarray:
+        """Which rows equal any of an ``$in`` / ``$nin`` list: one lookup per kind, whatever its length."""
+        null, flags, numbers, strings = c.members
+        kind = self.kind[:n]
+        hit = (kind == MISSING) | (kind == NULL) if null else np.zeros(n, dtype=bool)
+        if flags:
+            hit |= (kind == BOOL) & np.isin(self.num[:n], [float(x) for x in flags])
+        if numbers:
+            hit |= (kind == NUMBER) & np.isin(self.num[:n], np.fromiter(numbers, dtype=np.float64))
+        codes = [code for x in strings if (code := self.vocab.get(x)) is not None] \
+            if len(strings) < len(self.vocab) else [code for x, code in self.vocab.items() if x in strings]
+        if codes:
+            hit |= np.isin(self.code[:n], codes)
+        return hit
+
     def test(self, c: MetadataCondition, n: int) -> np.ndarray:
         if c.op == "$exists":
             present = self.kind[:n] != MISSING
             return present if c.value else ~present
-        if c.op in ("$eq", "$ne", "$in", "$nin"):
-            operands = c.value if c.op in ("$in", "$nin") else (c.value,)
-            hit = np.zeros(n, dtype=bool)
-            for x in operands:
-                hit |= self.eq(x, n)
-            return hit if c.op in ("$eq", "$in") else ~hit
+        if c.op in ("$eq", "$ne"):
+            hit = self.eq(c.value, n)
+            return hit if c.op == "$eq" else ~hit
+        if c.op in ("$in", "$nin"):
+            hit = self.among(c, n)
+            return hit if c.op == "$in" else ~hit
         if isinstance(c.value, str):  # an order on strings: decided once per distinct string
             ok = [code for s, code in self.vocab.items() if _PY_CMP[c.op](s, c.value)]
             return np.isin(self.code[:n], ok) if ok else np.zeros(n, dtype=bool)

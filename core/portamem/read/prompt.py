@@ -9,13 +9,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from itertools import takewhile
 
-from ..records import OUTDATED_KEY, REPLACED_KEY, MemoryRecord, SearchHit, as_trusted, from_iso, utcnow
+from ..records import EARLIER_KEY, OUTDATED_KEY, REPLACED_KEY, MemoryRecord, SearchHit, Status, as_trusted, from_iso, utcnow
 from ..language.statements import content_words, same_slot, statements_of
 from ..language.text import clip, has_cjk
 from ..language.vocabulary import CHANGE as _CHANGE
 from ..language.vocabulary import value_kinds
-from .current import asked_kind, current_answers
+from .current import asked_kind, asks_past, current_answers
 from .preload import PRELOAD
 from .scoring import PRIORS
 
@@ -62,7 +63,7 @@ def format_memories(
             f" ({relative_age(r.created_at, now)})"
         others = [by_id[m].record for m in hit.conflicts_with if m in by_id]
         note = ""
-        if any(o.created_at > r.created_at for o in others):
+        if any(o.created_at > r.created_at for o in others) or r.status is Status.SUPERSEDED:
             note = ", superseded by a newer memory"
         elif others:
             note = ", replaces an older memory"
@@ -76,6 +77,11 @@ def format_memories(
             note += f", replaces \"{value}\"" + (f" of {then:%Y-%m-%d}" if then else "")
         for text, at in took:
             note += f", replaces \"{clip(text, REPLACED_CHARS)}\" of {from_iso(at):%Y-%m-%d}"
+        ended = r.metadata.get(EARLIER_KEY)  # a newer statement about the same thing (portamem.write.currency)
+        if isinstance(ended, dict) and isinstance(ended.get("until"), str):
+            note += f", earlier, until {from_iso(ended['until']):%Y-%m-%d}"
+            if ended.get("by") not in by_id and isinstance(ended.get("value"), str):
+                note += f"; then: \"{clip(' '.join(ended['value'].split()), REPLACED_CHARS)}\""
         if PRELOAD in hit.found_by:  # not asked for: what the task the message opened will need
             note += ", preloaded for the task"
         lines.append(f"- [{ref}{when}, {r.source.value}, trust {r.trust.value}{note}] {content}")
@@ -98,6 +104,7 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
     (``Settings.prompt_margin``, ``prompt_min_evidence``; ``recall`` applies them)."""
     asked = content_words(query) if query else None
     kind = asked_kind(query) if query else None
+    past = bool(query and asks_past(query))
     outdater = {h.memory_id: next((o for o in hits if _outdates(o, h, asked, kind)), None) for h in hits}
     by: dict[str, list[SearchHit]] = {}  # kept hit -> the older hits it outdates, directly or down a chain
     for h in hits:
@@ -109,10 +116,21 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
             by.setdefault(newer.memory_id, []).append(h)
     # the line that outdates others says what it replaced: an older line may hold more than the change
     # ("We rehearse at Soundbase every Wednesday" after "rehearsals are Thursdays from now on")
+    enders = {e.get("by") for h in hits if isinstance(e := h.record.metadata.get(EARLIER_KEY), dict)}
     kept = [replace(h, replaces=h.replaces + tuple((o.content, o.record.created_at.isoformat()) for o in by[h.memory_id]))
             if h.memory_id in by else h for h in hits if outdater[h.memory_id] is None
-            and (CURRENT not in h.found_by or h.memory_id in by)]  # brought in for a line it does not replace
+            # a line brought in for one it neither replaces nor ended is left out
+            and (CURRENT not in h.found_by or h.memory_id in by or h.memory_id in enders and not past)]
+    # the line that replaced others stands where the best of them stood, at its score: the newer line
+    # is never ranked, or cut by the margin, behind the older line it took the place of
+    rank = {h.memory_id: i for i, h in enumerate(hits)}
+    took = {h.memory_id: max(o.score for o in by[h.memory_id]) for h in kept if h.memory_id in by}
+    kept.sort(key=lambda h: min([rank[h.memory_id]] + [rank[o.memory_id] for o in by.get(h.memory_id, [])]))
+    if not past:
+        kept, ended = _newest_first(kept)
+        took = {k: max(took.get(k, 0.0), ended.get(k, 0.0)) for k in {*took, *ended}}
     current, stands = _abstracts_first(kept, habit=bool(query and ASKS_HABIT.search(query)))
+    stands = {k: max(stands.get(k, 0.0), took.get(k, 0.0)) for k in {*stands, *took}}
     if query:
         current, moved = current_answers(query, current)
         stands = {k: max(stands.get(k, 0.0), moved.get(k, 0.0)) for k in {*stands, *moved}}
@@ -122,6 +140,43 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
     first = max(current, key=lambda h: stands.get(h.memory_id, h.score), default=None)
     return [h for h in current if stands.get(h.memory_id, h.score) >= margin * best
             and (h is first or h.memory_id in stands or _evidence(h) >= min_evidence)]
+
+
+def _newest_first(hits: list[SearchHit]) -> tuple[list[SearchHit], dict[str, float]]:
+    """A hit the write path marked earlier (``EARLIER_KEY``) stays, marked, and the newer statement about
+    the same thing that ended it moves just before it, at its score: the newer is never ranked, or cut
+    by the margin, behind it. A wrong mark costs an order and a note, never the older's fact."""
+    by_id = {h.memory_id: h for h in hits}
+    newer_of: dict[str, SearchHit] = {}
+    for h in hits:
+        ended = h.record.metadata.get(EARLIER_KEY)
+        n = by_id.get(ended.get("by")) if isinstance(ended, dict) else None
+        if n is not None and n is not h and as_trusted(n.record, h.record):
+            newer_of[h.memory_id] = n
+    if not newer_of:
+        return hits, {}
+    def chain(h: SearchHit) -> list[SearchHit]:
+        """The newer hits that ended ``h``, nearest first: "Priya" -> "Tom" -> "Lena"."""
+        out, seen, n = [], {h.memory_id}, newer_of.get(h.memory_id)
+        while n is not None and n.memory_id not in seen:
+            out.append(n)
+            seen.add(n.memory_id)
+            n = newer_of.get(n.memory_id)
+        return out
+
+    out: list[SearchHit] = []
+    placed: set[str] = set()
+    scores: dict[str, float] = {}
+    for h in hits:
+        newer = chain(h)
+        for n in newer:  # each newer down the chain stands at least as high as what it ended
+            scores[n.memory_id] = max(scores.get(n.memory_id, 0.0), h.score)
+        if h.memory_id in placed:
+            continue
+        for m in [*reversed(list(takewhile(lambda n: n.memory_id not in placed, newer))), h]:
+            out.append(m)
+            placed.add(m.memory_id)
+    return out, {k: v for k, v in scores.items() if v > by_id[k].score}
 
 
 #: where a memory's clauses end: a change word outdates what its own clause is about, not the whole text

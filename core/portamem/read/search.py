@@ -118,6 +118,7 @@ class Search:
                 trust_factor=self.trust_factors,
                 unknown_entity_penalty=s.unknown_entity_penalty,
                 unknown_asked_penalty=s.unknown_asked_penalty,
+                unknown_thing_penalty=s.unknown_thing_penalty,
                 dedupe=s.dedupe,
             )
 

@@ -5,7 +5,8 @@ value and the stale values that must not be presented as current.
 
 ``dev.jsonl`` is the half to tune on, ``test.jsonl`` the half only reported; ``holdout.jsonl`` holds
 conversations written after the rules, in phrasings none was written against, to measure how they
-generalise (only reported, never tuned on). ``portamem eval scenarios``
+generalise (only reported, never tuned on), and ``unseen.jsonl`` more of them, written later still and
+measured once on arrival. ``portamem eval scenarios``
 plays each conversation into a fresh store and measures what recall puts in front of a model
 (``portamem.scenarios.harness``).
 """

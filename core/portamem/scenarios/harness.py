@@ -52,7 +52,7 @@ from ..memory import Memory
 from ..messages import Message, add_messages
 from ..read.prompt import DEFAULT_HEADER
 from ..recall import format_memories, recall
-from ..records import MemoryRecord, MemoryType, SearchHit, Status
+from ..records import EARLIER_KEY, OUTDATED_KEY, MemoryRecord, MemoryType, SearchHit, Status
 from .oracle import ORACLE_SPLIT, load_oracle, oracle_plugins
 
 __all__ = [
@@ -90,7 +90,8 @@ FILLER_ACTS = frozenset({"greeting", "thanks", "smalltalk", "request"})
 STATING_ACTS = frozenset({"statement", "update"})
 SPLITS = ("dev", "test")
 #: conversations written after the rules, in phrasings no rule was written against: reported, never tuned on
-HELD_OUT = ("holdout",)
+#: (``unseen`` written later still, measured once on arrival)
+HELD_OUT = ("holdout", "unseen")
 LANGUAGES = ("en", "zh")
 #: the time between two turns of a session
 TURN_GAP = timedelta(minutes=2)
@@ -166,7 +167,7 @@ class Scenario:
 
 
 def suite_path(split: str) -> Traversable:
-    """The packaged file of a split (``dev``, ``test`` or the held-out ``holdout``)."""
+    """The packaged file of a split (``dev``, ``test`` or the held-out ``holdout`` and ``unseen``)."""
     if split not in (*SPLITS, *HELD_OUT):
         raise ValidationError(f"split must be one of {[*SPLITS, *HELD_OUT]}, got {split!r}")
     return resources.files(__package__ or "portamem.scenarios").joinpath(f"{split}.jsonl")
@@ -378,6 +379,62 @@ def lost_statements(records: Iterable[MemoryRecord],
     return [turn for turn, at in stating if at.timestamp() not in formed]
 
 
+def marked_earlier(record: MemoryRecord) -> bool:
+    """Whether the memory is marked as no longer current: superseded by a newer value, outdated in
+    part, or ended by a newer statement about the same thing (``EARLIER_KEY``)."""
+    return record.status is Status.SUPERSEDED or OUTDATED_KEY in record.metadata or EARLIER_KEY in record.metadata
+
+
+def currency(question: ScenarioQuestion, records: Iterable[MemoryRecord]) -> dict[str, Any]:
+    """What the store knows of which statement is current, for one question: for a question about a
+    value that changed (``stale`` forms), whether every statement holding only the old value is marked
+    (``marked_earlier``) — ``changed`` is None when no statement holds it; for a question about a fact
+    that never changed (tag ``fact``, no ``stale``), whether a statement holding the answer was marked
+    earlier all the same (``false_currency``)."""
+    facts = [r for r in records if r.type in (MemoryType.SEMANTIC, MemoryType.WORKING)]
+    out: dict[str, Any] = {"changed": None, "false_currency": None}
+    if question.stale:
+        old = [r for r in facts if holds(r.content, question.stale) and not holds(r.content, question.answer)
+               and not holds(r.content, question.evidence)]
+        if old:
+            out["changed"] = all(marked_earlier(r) for r in old)
+    elif "fact" in question.tags and "history" not in question.tags:
+        held = [r for r in facts if holds(r.content, question.answer)]
+        if held:
+            out["false_currency"] = any(marked_earlier(r) for r in held)
+    return out
+
+
+#: the notes of a prompt line that tell the model the line is no longer current (``format_memories``)
+_MARKED_LINE = re.compile(r"superseded by a newer memory|earlier, until|outdated by")
+
+
+def unmarked_stale(question: ScenarioQuestion, prompt: str) -> bool:
+    """Whether a prompt line holds a stale value (and neither a current value nor evidence) with
+    nothing on the line saying it is no longer current."""
+    for line in prompt.splitlines():
+        m = _PREFIX.match(line)
+        if m is None:
+            continue
+        text = line[m.end():]
+        if holds(text, question.stale) and not holds(text, question.answer) and not holds(text, question.evidence) \
+                and not _MARKED_LINE.search(m.group(0)):
+            return True
+    return False
+
+
+def marked_fact(question: ScenarioQuestion, prompt: str) -> bool | None:
+    """For a question about a fact that never changed (tag ``fact``, no ``stale``, not ``history``), whether
+    a prompt line holding its answer tells the model the line is no longer current (false currency as
+    the model reads it: a read-time link marks a line as well as a write-time one); None for another
+    question, or when no line holds the answer."""
+    if question.stale or "fact" not in question.tags or "history" in question.tags:
+        return None
+    held = [m for line in prompt.splitlines() if (m := _PREFIX.match(line)) is not None
+            and holds(line[m.end():], question.answer)]
+    return any(_MARKED_LINE.search(m.group(0)) for m in held) if held else None
+
+
 # ---------------------------------------------------------------------- playing a conversation
 def _messages(turn: ScenarioTurn, base: str, at: datetime) -> list[Message]:
     """A turn with tool calls as a framework hands it over: the user's message, per tool an assistant
@@ -446,19 +503,23 @@ def _run_one(scenario: Scenario, settings: Settings, embedder: Embedder, *, main
             for turn, record in stored_turns(records, which):
                 out.stored.append({**base, "kind": kind, "turn": turn.user, "memory": record.content,
                                    "type": record.type.value})
+        formed = mem.list_memories(user_id=scenario.user_id, filters={"statuses": _FORMED})
         if isinstance(embedder, CachedEmbedder):
             embedder.embed([q.question for q in scenario.questions], kind="query")
         for q in scenario.questions:
             hits: list[SearchHit] = recall(mem, q.question, user_id=scenario.user_id, session_id=scenario.ask_session,
                                            now=scenario.ask_at)
-            lines = prompt_lines(format_memories(hits, now=scenario.ask_at))
+            prompt = format_memories(hits, now=scenario.ask_at)
+            lines = prompt_lines(prompt)
             v = judge_prompt(q, hits[0].content if hits else None, lines)
             row: dict[str, Any] = {**base, "question": q.question, "tags": list(q.tags), "lines": lines}
             if q.unstored:
                 row["empty"] = not hits
             else:
                 row.update(answer=list(q.answer), stale=list(q.stale), top1=v.top1, answer_in_prompt=v.answer,
-                           stale_in_prompt=v.stale, stale_lines=list(v.stale_lines), precision=v.precision)
+                           stale_in_prompt=v.stale, stale_lines=list(v.stale_lines), precision=v.precision,
+                           stale_unmarked=unmarked_stale(q, prompt), fact_line_marked=marked_fact(q, prompt),
+                           **currency(q, formed))
             out.rows.append(row)
     finally:
         mem.close()
@@ -488,6 +549,11 @@ def _figures(rows: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, An
     none = [r for r in rows if "empty" in r]
     with_stale = [r for r in asked if r["stale"]]
     precisions = [r["precision"] for r in asked if r["precision"] is not None]
+    changes = [r for r in asked if r.get("changed") is not None]
+    facts = [r for r in asked if r.get("false_currency") is not None]
+    fact_lines = [r for r in asked if r.get("fact_line_marked") is not None]
+    personal = [r for r in none if "personal" in r["tags"]]
+    general = [r for r in none if "general" in r["tags"]]
     return {
         "conversations": conversations,
         "questions": len(asked),
@@ -505,6 +571,19 @@ def _figures(rows: Sequence[Mapping[str, Any]], stored: Sequence[Mapping[str, An
         "statements_lost": sum(s["kind"] == "lost" for s in stored),
         "unstored_questions": len(none),
         "unstored_empty": _share(sum(r["empty"] for r in none), len(none)),
+        # which statement is current: changed values marked, prompts showing an old value unmarked, facts
+        # that never changed marked earlier, and questions about something of the user's never said
+        "changes": len(changes),
+        "changes_marked": _share(sum(r["changed"] for r in changes), len(changes)),
+        "stale_unmarked": _share(sum(r.get("stale_unmarked", False) for r in asked), len(asked)),
+        "facts": len(facts),
+        "facts_marked": _share(sum(r["false_currency"] for r in facts), len(facts)),
+        "fact_lines": len(fact_lines),
+        "fact_lines_marked": _share(sum(r["fact_line_marked"] for r in fact_lines), len(fact_lines)),
+        "personal_unstored": len(personal),
+        "personal_empty": _share(sum(r["empty"] for r in personal), len(personal)),
+        "general_unstored": len(general),
+        "general_empty": _share(sum(r["empty"] for r in general), len(general)),
     }
 
 
@@ -528,8 +607,8 @@ def evaluate_scenarios(
     conversations: Sequence[str] | None = None,
     oracle: bool = False,
 ) -> dict[str, Any]:
-    """Play every conversation of ``split`` (``dev``, ``test``, ``holdout`` or ``all``, each reported on
-    its own; or the file at ``path``; only those whose id ``conversations`` names, when given; with
+    """Play every conversation of ``split`` (``dev``, ``test``, ``holdout``, ``unseen`` or ``all``, each
+    reported on its own; or the file at ``path``; only those whose id ``conversations`` names, when given; with
     ``oracle``, the dev half with each turn read as its hand-written statements: ``portamem.scenarios.oracle``)
     into a fresh store and judge the recall of each question; the report holds the figures per split,
     language and question tag, every question's prompt lines, and the stored question and filler turns.
@@ -631,10 +710,25 @@ def format_report(report: Mapping[str, Any]) -> str:
                 f"{_pct(f['answer_in_prompt']):>10}{f['stale_in_prompt']:>7}{_pct(f['prompt_precision']):>10}"
                 f"{mean:>6}{questions:>18}{filler:>15}{empty:>13}{lost:>17}")
 
-    for name, split in report["splits"].items():
-        for lang, figs in split["by_language"].items():
-            lines.append(row(f"{name} {lang}", figs))
-        lines.append(row(f"{name} all", split["overall"]))
+    def table(render: Any) -> None:  # a row per split and language, then the split's languages together
+        for name, split in report["splits"].items():
+            for lang, figs in split["by_language"].items():
+                lines.append(render(f"{name} {lang}", figs))
+            lines.append(render(f"{name} all", split["overall"]))
+
+    table(row)
+    lines.append(f"{'':12}{'changed values marked':>24}{'stale unmarked':>16}{'facts marked earlier':>22}"
+                 f"{'fact lines marked':>19}{'never said, personal: empty':>29}{'general: empty':>16}")
+
+    def currency_row(label: str, f: Mapping[str, Any]) -> str:
+        def of(share: str, n: str) -> str:
+            return f"{_pct(f[share])} of {f[n]}" if f[n] else "-"
+        return (f"{label:12}{of('changes_marked', 'changes'):>24}{_pct(f['stale_unmarked']):>16}"
+                f"{of('facts_marked', 'facts'):>22}{of('fact_lines_marked', 'fact_lines'):>19}"
+                f"{of('personal_empty', 'personal_unstored'):>29}"
+                f"{of('general_empty', 'general_unstored'):>16}")
+
+    table(currency_row)
     for name, split in report["splits"].items():
         parts = [f"{t} {f['questions']}: {_pct(f['top1_right'])}/{_pct(f['answer_in_prompt'])}/{f['stale_in_prompt']}"
                  for t, f in split["by_tag"].items()]
@@ -680,7 +774,7 @@ def format_failures(report: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------- the CLI's eval scenarios
 def add_arguments(p: Any) -> None:
     p.add_argument("--split", choices=[*SPLITS, *HELD_OUT, "all"], default="dev",
-                   help="which half of the suite, the held-out conversations, or all three (default: dev)")
+                   help="which half of the suite, a set of held-out conversations, or all of them (default: dev)")
     p.add_argument("--scenarios", help="a JSON Lines file of conversations instead of the packaged suite")
     p.add_argument("--embedder", help="embedder name (default: the configured one)")
     p.add_argument("--embedding-cache", help="an .npz file that keeps the vectors between runs")

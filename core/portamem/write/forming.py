@@ -22,10 +22,12 @@ from ..components import Components
 from ..language.entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import Decision, FormationTurn, WriteContext
-from ..records import OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, as_trusted, MemoryType, Source, Status, Trust, Turn
-from ..language.statements import content_words, statements_of
+from ..records import EARLIER_KEY, OUTDATED_KEY, REPLACED_KEY, TRUST_RANK, MemoryRecord, as_trusted, MemoryType, Source, Status, Trust, Turn
+from ..language.sameness import APART_S, same_thing
+from ..language.statements import content_words, record_cosine, statements_of
 from ..language.text import same_passage
 from ..language.vocabulary import CHANGE_OR_FORMER as _CHANGE
+from .currency import mark_earlier
 from .scope import acts_on, may_merge
 from .supersession import _CLAUSES, _FACT, Supersessions, _decide, _outdate_part, _repeat, _replaced_part, _update
 
@@ -319,6 +321,23 @@ def _subjects(record: MemoryRecord) -> set[str]:
     return named or {"user"}
 
 
+def _comparable(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Both records carry a vector of one model (``record_cosine`` reads 0 for any other pair)."""
+    return a.embedding is not None and b.embedding is not None and a.embedding_model == b.embedding_model
+
+
+def same_thing_as(statement: MemoryRecord, target: MemoryRecord, shown: Sequence[MemoryRecord]) -> bool:
+    """Whether the statement is about the same thing as an older target, with another value
+    (``portamem.language.sameness``: their vectors against the statement's to the other memories shown,
+    what they share and what differs), where the rules' own links (``related``) see nothing: a model's
+    change of such a target is applied as a soft mark (``portamem.write.currency``)."""
+    if not _comparable(target, statement) or (statement.created_at - target.created_at).total_seconds() < APART_S:
+        return False
+    pool = [record_cosine(o, statement) for o in shown if o.memory_id != target.memory_id and _comparable(o, statement)]
+    found = same_thing(target.content, statement.content, record_cosine(target, statement), pool)
+    return found.same and found.differs
+
+
 def check(parts: Components, decision: Decision, statements: Mapping[str, MemoryRecord],
           candidates: Mapping[str, Sequence[MemoryRecord]], turn: FormationTurn, ctx: WriteContext) -> str | None:
     """Why ``decision`` must not be applied, or None when it may (the module docstring)."""
@@ -333,8 +352,9 @@ def check(parts: Components, decision: Decision, statements: Mapping[str, Memory
         return f"{decision.target_id} is not among the memories shown for {statement.memory_id}"
     if not _in_scope(statement, target):
         return f"{target.memory_id} is outside the writer's scope"
-    if decision.action != "add" and not related(statement, target):
-        return f"the rules see nothing linking {statement.memory_id} to {target.memory_id}"
+    if decision.action != "add" and not related(statement, target) \
+            and not same_thing_as(statement, target, candidates.get(statement.memory_id, [])):
+        return f"{statement.memory_id} and {target.memory_id} are not about the same thing"
     if decision.action not in _CHANGING:
         return None
     if target.trust is Trust.HIGH and TRUST_RANK[statement.trust] < TRUST_RANK[Trust.HIGH]:
@@ -414,6 +434,15 @@ def _apply_one(decision: Decision, statement: MemoryRecord | None, target: Memor
             return None  # already so
         if target.status is not Status.ACTIVE:
             return "the target is no longer current"
+        if not related(statement, target):  # about the same thing in other words: ended, kept as history
+            if EARLIER_KEY in target.metadata:
+                return "the target is already marked earlier"
+            if not as_trusted(statement, target):
+                return (f"a {statement.trust.value}-trust statement does not end the "
+                        f"{target.trust.value}-trust target")
+            mark_earlier(statement, target)
+            out.superseded.earlier.append((statement, target))
+            return None
         part = _clauses_about(target, statement) or _names_beside(target, statement)
         if part:  # the target says more than what changed: outdated in part, its other facts still recalled
             if not as_trusted(statement, target):

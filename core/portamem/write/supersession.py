@@ -53,11 +53,12 @@ from ..components import Components
 from ..language.entities import normalize_entity
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
-from ..records import OUTDATED_KEY, PENDING_KEY, REPLACED_KEY, MemoryRecord, MemoryType, Source, Status, \
-    as_trusted, to_iso, utcnow
+from ..records import EARLIER_KEY, OUTDATED_KEY, PENDING_KEY, REPLACED_KEY, MemoryRecord, Status, \
+    as_trusted, speaks_for_the_user, to_iso, utcnow
 from ..language.statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, content_words, same_slot, same_value, \
     statements_of
 from ..language.text import tokenize
+from .currency import earlier_pairs, mark_earlier
 from .save import screen
 from .scope import acts_on, derived, may_merge
 
@@ -99,6 +100,9 @@ class Supersessions:
     held: list[MemoryRecord] = field(default_factory=list)
     #: (newer, older) where the newer outdates a part of the older, which stays active
     parts: list[tuple[MemoryRecord, MemoryRecord]] = field(default_factory=list)
+    #: (newer, older) where the newer is about the same thing with another value: the older stays active,
+    #: marked earlier (``portamem.write.currency``)
+    earlier: list[tuple[MemoryRecord, MemoryRecord]] = field(default_factory=list)
     merged: list[MemoryRecord] = field(default_factory=list)
     activated: list[MemoryRecord] = field(default_factory=list)
     retired: list[MemoryRecord] = field(default_factory=list)
@@ -106,7 +110,7 @@ class Supersessions:
     @property
     def changed(self) -> list[MemoryRecord]:
         """Stored records whose status or links moved (for the index and the commit)."""
-        out = {r.memory_id: r for pair in [*self.pairs, *self.repeats, *self.parts] for r in pair}
+        out = {r.memory_id: r for pair in [*self.pairs, *self.repeats, *self.parts, *self.earlier] for r in pair}
         out.update((r.memory_id, r) for r in [*self.activated, *self.retired, *self.held])
         return list(out.values())
 
@@ -143,6 +147,10 @@ class Supersessions:
         for newer, older in self.parts:
             rows.append({"action": "outdate", "tenant_id": older.tenant_id, "user_id": older.user_id,
                          "memory_id": older.memory_id, "detail": older.metadata[OUTDATED_KEY]})
+        for newer, older in self.earlier:
+            rows.append({"action": "earlier", "tenant_id": older.tenant_id, "user_id": older.user_id,
+                         "memory_id": older.memory_id, "detail": {"by": newer.memory_id,
+                                                                  "until": older.metadata[EARLIER_KEY]["until"]}})
         for m in self.merged:
             rows.append({"action": "merge_pending", "tenant_id": m.tenant_id, "user_id": m.user_id,
                          "memory_id": m.memory_id, "detail": m.metadata[PENDING_KEY]})
@@ -182,13 +190,6 @@ def _decide(mine: Sequence[Statement], other: MemoryRecord) -> str | None:
     if repeated and len(repeated) == len(theirs) and len(mine) == len(repeated):
         return "repeat"
     return None
-
-
-def _speaks_for_the_user(record: MemoryRecord) -> bool:
-    """First-person statements are the user's own only in what the user or the application said; an
-    episode states nothing itself (the statements captured from its turns do), and "I live in Berlin"
-    on a web page or in a tool's output is someone else's."""
-    return record.source in (Source.USER, Source.SYSTEM) and record.type is not MemoryType.EPISODIC
 
 
 def _generic(statement: Statement) -> bool:
@@ -251,9 +252,10 @@ def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
         by_scope.setdefault((r.tenant_id, r.user_id), []).append(r)
     for (tenant_id, user_id), group in by_scope.items():
         _wake_merged(parts, tenant_id, user_id, group, out)
-        stating = [(r, statements_of(r)) for r in group if _speaks_for_the_user(r)]
+        stating = [(r, statements_of(r)) for r in group if speaks_for_the_user(r)]
         stating = [(r, st) for r, st in stating if st]
         if not stating:
+            _earlier(parts, tenant_id, user_id, group, near, batch, out)
             continue
         probed = {r.memory_id: _probe(parts, tenant_id, user_id, st) for r, st in stating}
         ids = [h.memory_id for r, _ in stating for h in near.get(r.memory_id, [])]
@@ -301,7 +303,20 @@ def reconcile(parts: Components, records: Sequence[MemoryRecord], near: Mapping[
                         _outdate_part(older, newer, part, out)
                     else:
                         _update(parts, older, newer, out)
+        _earlier(parts, tenant_id, user_id, group, near, batch, out)
     return out
+
+
+def _earlier(parts: Components, tenant_id: str, user_id: str, group: Sequence[MemoryRecord],
+             near: Mapping[str, list[Any]], batch: Mapping[str, MemoryRecord], out: Supersessions) -> None:
+    """What the rules linked to nothing: a new statement about the same thing as an older memory, with
+    another value, marks it earlier (``portamem.write.currency``)."""
+    ids = list(dict.fromkeys(h.memory_id for r in group for h in near.get(r.memory_id, []) if h.memory_id not in batch))
+    stored = parts.store.get(tenant_id, user_id, ids) if ids else {}
+    changed = {m.memory_id: m for m in out.changed}
+    for newer, older in earlier_pairs(group, near, lambda i: changed.get(i) or batch.get(i) or stored.get(i)):
+        mark_earlier(newer, older)
+        out.earlier.append((newer, older))
 
 
 #: a record's supersession in a batch's review (the name earlier releases knew it by)
