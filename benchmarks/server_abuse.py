@@ -9,12 +9,17 @@ one tenant-wide API key made before it starts), with the server's resident memor
   one) for ``--seconds`` (20 by default);
 - ``auth``: 8 concurrent authenticated 4 MiB ``POST /v1/memories`` (a 4 MiB content, which the API
   refuses with 422 once parsed: what a body costs before any memory work);
+- ``shapes``: for each shape, 8 concurrent authenticated 4 MiB ``POST /v1/memories`` whose metadata is
+  what costs the most to parse for its size: ``keys`` (~470k tiny keys), ``items`` (a list of ~2M
+  zeros), ``strings`` (a list of ~700k two-letter strings), ``deep`` (lists nested ~2M deep), ``long``
+  (one 4 MiB string), ``bound`` (just under the server's bounds: 99,900 keys and 1 MB strings,
+  which it parses); one server, the shapes one after the other;
 - ``import``: one ``POST /v1/import`` whose body is a single 100 MiB line (``{"format": "xxx...x"}``:
   JSON, but no export header), sent as fast as loopback takes it: the time until the server answers,
   and its status.
 
 RSS growth is the peak during the scenario minus the resident size just before it. Printed: one row
-per scenario beside its target (growth <= 50 MiB; health p99 <= 200 ms), and ``--json`` writes the
+per scenario beside its target (growth <= 50 MiB, 64 for the shapes; health p99 <= 200 ms), and ``--json`` writes the
 figures. Bounded: every loop ends with the scenario's deadline, and the script stops by itself.
 
     nice -n 5 python benchmarks/server_abuse.py
@@ -44,6 +49,8 @@ from portamem_conformance.remote import ServerProcess, mint_key
 
 MIB = 1024 * 1024
 RSS_TARGET_MIB = 50.0
+#: the shapes' target: 8 keyed bodies parse, where the other scenarios' bodies are refused unparsed
+SHAPES_RSS_TARGET_MIB = 64.0
 HEALTH_P99_TARGET_MS = 200.0
 
 
@@ -51,6 +58,39 @@ def _body(size: int) -> bytes:
     """A JSON save of ``size`` bytes: one huge content."""
     head, tail = b'{"user_id": "abuser", "content": "', b'"}'
     return head + b"x" * (size - len(head) - len(tail)) + tail
+
+
+def _fill(head: bytes, unit: bytes, tail: bytes, size: int, sep: bytes = b",") -> bytes:
+    n = (size - len(head) - len(tail)) // (len(unit) + len(sep))
+    return head + sep.join([unit] * n) + tail
+
+
+def shape_body(shape: str, size: int) -> bytes:
+    """A save of about ``size`` bytes whose metadata has the ``shape`` (module docstring)."""
+    head = b'{"user_id": "abuser", "content": "A fact.", "metadata": '
+    if shape == "keys":  # distinct keys: a dict entry and a string object each
+        n = (size - len(head)) // 12
+        return head + b"{" + b",".join(b'"k%d":0' % i for i in range(n)) + b"}}"
+    if shape == "items":
+        return _fill(head + b'{"l": [', b"0", b"]}}", size)
+    if shape == "strings":
+        return _fill(head + b'{"l": [', b'"ab"', b"]}}", size)
+    if shape == "deep":
+        depth = (size - len(head) - 12) // 2
+        return head + b'{"l": ' + b"[" * depth + b"]" * depth + b"}}"
+    if shape == "bound":  # as costly as the server still parses: just under its bounds, padded to the size
+        from portamem.server.shape import MAX_STRING_BYTES, MAX_VALUES
+
+        keys = b",".join(b'"k%d":0' % i for i in range(MAX_VALUES - 100))
+        pad = b'"' + b"x" * (MAX_STRING_BYTES - 1000) + b'"'
+        n = max(0, (size - len(head) - len(keys) - 64) // (len(pad) + 8))
+        return head + b"{" + keys + b"".join(b',"p%d":' % i + pad for i in range(n)) + b"}}"
+    if shape == "long":
+        return head + b'{"note": "' + b"x" * (size - len(head) - 14) + b'"}}'
+    raise ValueError(shape)
+
+
+SHAPES = ("keys", "items", "strings", "deep", "long", "bound")
 
 
 @dataclass
@@ -63,6 +103,7 @@ class Figures:
     statuses: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     note: str = ""
+    rss_target_mib: float = RSS_TARGET_MIB
 
     @property
     def growth(self) -> float:
@@ -183,10 +224,12 @@ def scenario_unauth(server: ServerProcess, seconds: float) -> Figures:
     return figures
 
 
-def scenario_auth(server: ServerProcess, key: str) -> Figures:
-    figures = Figures("auth 8 x 4 MiB")
+def scenario_auth(server: ServerProcess, key: str, shape: str | None = None) -> Figures:
+    figures = Figures("auth 8 x 4 MiB" + ("" if shape is None else f", metadata {shape}"))
     host, port = server.url.split("//", 1)[1].rsplit(":", 1)
-    body = _body(4 * MIB)
+    body = _body(4 * MIB) if shape is None else shape_body(shape, 4 * MIB)
+    if shape is not None:
+        figures.rss_target_mib = SHAPES_RSS_TARGET_MIB
     watch = Watch(server.proc.pid, server.url, figures)
     start = time.monotonic()
     threads = [threading.Thread(target=_post, args=(host, int(port), "/v1/memories", body,
@@ -278,16 +321,18 @@ def _start(root: Path, name: str) -> tuple[ServerProcess, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["unauth", "auth", "import"], action="append")
+    parser.add_argument("--only", choices=["unauth", "auth", "shapes", "import"], action="append")
+    parser.add_argument("--shape", choices=SHAPES, action="append", help="with shapes: only these (default all)")
     parser.add_argument("--seconds", type=float, default=20.0, help="how long the trickle lasts (default 20)")
     parser.add_argument("--import-mib", type=int, default=100, help="the import line's size (default 100)")
     parser.add_argument("--json", help="write the figures here too")
     args = parser.parse_args()
-    chosen = args.only or ["unauth", "auth", "import"]
+    chosen = args.only or ["unauth", "auth", "shapes", "import"]
     rows: list[Figures] = []
     with tempfile.TemporaryDirectory(prefix="portamem-abuse-") as tmp:
         root = Path(tmp)
-        print(f"portamem serve abuse on {os.cpu_count()} CPUs, stores in {root}", flush=True)
+        print(f"portamem serve abuse on {os.cpu_count()} CPUs (load average {' '.join(open('/proc/loadavg').read().split()[:3])}"
+              f"), stores in {root}", flush=True)
         for name in chosen:
             server, key = _start(root, name)
             try:
@@ -295,6 +340,12 @@ def main() -> int:
                     rows.append(scenario_unauth(server, args.seconds))
                 elif name == "auth":
                     rows.append(scenario_auth(server, key))
+                elif name == "shapes":
+                    for shape in args.shape or SHAPES:
+                        rows.append(scenario_auth(server, key, shape))
+                        print(f"  {rows[-1].scenario}: done in {rows[-1].seconds:.1f} s, answers {rows[-1].statuses}",
+                              flush=True)
+                    continue
                 else:
                     rows.append(scenario_import(server, key, args.import_mib * MIB))
             finally:
@@ -303,9 +354,9 @@ def main() -> int:
     print()
     print(f"{'scenario':<34} {'RSS +MiB':>9} {'target':>7} {'health p50':>11} {'p99 ms':>8} {'target':>7} {'secs':>6}")
     for f in rows:
-        ok_rss = "ok" if f.growth <= RSS_TARGET_MIB else "OVER"
+        ok_rss = "ok" if f.growth <= f.rss_target_mib else "OVER"
         ok_p99 = "ok" if f.pct(99) <= HEALTH_P99_TARGET_MS else "OVER"
-        print(f"{f.scenario:<34} {f.growth:>9.1f} {'<=50 ' + ok_rss:>7} {f.pct(50):>11.1f} {f.pct(99):>8.1f} "
+        print(f"{f.scenario:<34} {f.growth:>9.1f} {f'<={f.rss_target_mib:.0f} ' + ok_rss:>7} {f.pct(50):>11.1f} {f.pct(99):>8.1f} "
               f"{'<=200 ' + ok_p99:>7} {f.seconds:>6.1f}")
         if f.health_failures:
             print(f"{'':<34} health failures: {f.health_failures}")

@@ -227,10 +227,9 @@ class PortamemStore(BaseStore):
         # what they cannot say (a list to equal) is checked on the items found
         filters, residual = _pushdown(op.filter)
 
-        def keep(record: MemoryRecord) -> bool:
+        def keep(record: MemoryRecord) -> bool:  # as InMemoryStore checks an item: each key is literal
             value = self._item(record).value
-            return all(_compare_values(value[k] if k in value else _field(value, k), v)
-                       for k, v in residual.items())
+            return all(_compare_values(value.get(k), v) for k, v in residual.items())
 
         if not op.query:
             records = [r for user_id, rest in self._users(prefix) for r in self._listed(user_id, rest, filters)
@@ -277,11 +276,13 @@ def _pushdown(flt: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, dic
     $gt $gte $lt $lte``, and portamem's ``$in $nin $exists`` too). Comparisons are typed as
     portamem's are: ``True`` does not equal ``1``, and ``$gt`` compares numbers with numbers and
     strings with strings. A list to equal, or a key portamem cannot name, stays with the items'
-    check (as LangGraph's own stores do it: after the search)."""
+    check (as LangGraph's own stores do it: after the search). A key is a literal key of the value, as
+    in ``InMemoryStore`` (``"a.b"`` names a key with a dot in it, not ``b`` inside ``a``): one with a
+    dot, which portamem's dotted paths would read as nested, is checked on the items too."""
     pushed: dict[str, Any] = {}
     residual: dict[str, Any] = {}
     for key, spec in (flt or {}).items():
-        flat = _flat(str(key), spec)
+        flat = None if "." in str(key) else _flat(str(key), spec)
         if flat is None:
             residual[key] = spec
             continue
@@ -303,7 +304,7 @@ def _flat(path: str, spec: Any) -> list[tuple[str, dict[str, Any]]] | None:
             ok = all(op in METADATA_OPERATORS and not isinstance(v, (Mapping, list, tuple))
                      or op in ("$in", "$nin") and isinstance(v, (list, tuple)) for op, v in spec.items())
             return [(path, dict(spec))] if ok else None
-        if not spec or any(not isinstance(k, str) or k.startswith("$") for k in spec):
+        if not spec or any(not isinstance(k, str) or k.startswith("$") or "." in k for k in spec):
             return None
         out: list[tuple[str, dict[str, Any]]] = []
         for k, v in spec.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from datetime import datetime
 from typing import Any, Mapping
 
@@ -22,7 +23,8 @@ METADATA_MAX_CONDITIONS = 64
 #: the longest list ``$in`` / ``$nin`` take
 METADATA_MAX_LIST = 1000
 _MISSING = object()
-_BAD_KEY = re.compile(r'["\\\x00-\x1f]')
+_BAD_KEY = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _enum_tuple(name: str, enum: type, value: Any) -> tuple[Any, ...] | None:
@@ -62,9 +64,20 @@ def _finite(where: str, value: Any) -> bool:
     return math.isfinite(value)
 
 
+def _text(where: str, value: str) -> str:
+    """A string operand that a stored value could equal: metadata never holds NUL or lone surrogates
+    (``portamem.write.validation``), and neither can travel to every store's driver."""
+    if _UNSAFE.search(value):
+        raise ValidationError(f"metadata filter {where}: a string operand must not contain NUL characters or "
+                              "lone surrogates (no stored metadata holds one)")
+    return value
+
+
 def _scalar(where: str, value: Any) -> Any:
     """An operand of ``$eq`` / ``$ne`` / ``$in`` / ``$nin``: a string, a finite number, a boolean or null."""
-    if value is None or isinstance(value, (str, bool)):
+    if isinstance(value, str):
+        return _text(where, value)
+    if value is None or isinstance(value, bool):
         return value
     if _is_number(value):
         if not _finite(where, value):
@@ -101,10 +114,12 @@ class MetadataCondition:
         op = self.op
         if op == "$exists":
             return (v is not _MISSING) == self.value
-        if op in ("$eq", "$ne", "$in", "$nin"):
-            operands = self.value if op in ("$in", "$nin") else (self.value,)
-            hit = any(_equal(v, x) for x in operands)
-            return hit if op in ("$eq", "$in") else not hit
+        if op in ("$eq", "$ne"):
+            hit = _equal(v, self.value)
+            return hit if op == "$eq" else not hit
+        if op in ("$in", "$nin"):
+            hit = self._among(v)
+            return hit if op == "$in" else not hit
         x = self.value
         if _is_number(x):
             if not _is_number(v):
@@ -112,6 +127,33 @@ class MetadataCondition:
         elif not isinstance(v, str):
             return False
         return {"$gt": v > x, "$gte": v >= x, "$lt": v < x, "$lte": v <= x}[op]
+
+
+    @cached_property
+    def members(self) -> tuple[bool, frozenset[bool], frozenset[Any], frozenset[str]]:
+        """An ``$in`` / ``$nin`` list by kind: whether it holds null, its booleans, its numbers, its
+        strings (one lookup per kind in Python, the replica's columns and the store's SQL)."""
+        null, flags, numbers, strings = False, set(), set(), set()
+        for x in self.value:
+            if isinstance(x, str):
+                strings.add(x)
+            elif x is None:
+                null = True
+            elif isinstance(x, bool):
+                flags.add(x)
+            else:
+                numbers.add(x)
+        return null, frozenset(flags), frozenset(numbers), frozenset(strings)
+
+    def _among(self, v: Any) -> bool:
+        null, flags, numbers, strings = self.members
+        if v is _MISSING or v is None:
+            return null
+        if isinstance(v, bool):
+            return v in flags
+        if _is_number(v):
+            return v in numbers
+        return isinstance(v, str) and v in strings
 
 
 def _equal(v: Any, x: Any) -> bool:
@@ -211,7 +253,9 @@ def _condition(path: tuple[str, ...], op: Any, operand: Any) -> MetadataConditio
         return MetadataCondition(path, op, tuple(_scalar(where, v) for v in operand))
     if op in ("$eq", "$ne"):
         return MetadataCondition(path, op, _scalar(where, operand))
-    if isinstance(operand, str) or (_is_number(operand) and _finite(where, operand)):
+    if isinstance(operand, str):
+        return MetadataCondition(path, op, _text(where, operand))
+    if _is_number(operand) and _finite(where, operand):
         return MetadataCondition(path, op, operand)
     raise ValidationError(f"metadata filter {where} compares with a finite number or a string, "
                           f"got {operand!r}")

@@ -15,8 +15,9 @@ What is read as written by people rather than forms:
   ``0755 8888 6666``); first-generation 15-digit resident ids (region, a real 19YYMMDD birth
   date, sequence: they carry no check digit), run together or grouped;
 - IBANs of any country, run together or grouped as printed (``GB82WEST12345698765432``,
-  ``DE89 3704 0044 0532 0130 00``), whole: the country's registered length and the mod-97 check digits
-  must hold, so a product code or a sentence of capitals is not one;
+  ``DE89 3704 0044 0532 0130 00``) or typed in lower case (``de89370400440532013000``: then only of a
+  registered country), whole: the country's registered length and the mod-97 check digits must hold,
+  so a product code or a sentence of capitals is not one;
 - passport numbers where the text says they are one (``passport no. X1234567``, ``护照号码 E12345678``,
   ``Reisepass Nr. C01X00T47``): a passport number has no checksum to tell it from any code, so the
   word before it is what tells (the number is redacted, the word stays);
@@ -106,8 +107,9 @@ _IBAN_LENGTHS: dict[str, int] = {
     "GW": 25, "IR": 26, "KM": 27, "MA": 28, "MG": 27, "ML": 28, "MZ": 25, "NE": 28, "SN": 28, "TD": 27, "TG": 28,
 }
 #: a country code and two check digits, then up to 32 letters and digits, single spaces or hyphens between
-#: any of them (printed in fours, or grouped as a bank writes it: "FR14 2004 1010 0505 0001 3M02 606")
-_IBAN = re.compile(rf"{_B}[A-Z]{{2}}\d{{2}}(?:[ -]?[0-9A-Za-z]){{11,32}}", re.ASCII)
+#: any of them (printed in fours, or grouped as a bank writes it: "FR14 2004 1010 0505 0001 3M02 606"), in
+#: either case ("de89 3704 0044 0532 0130 00" as typed into a chat)
+_IBAN = re.compile(rf"{_B}[A-Za-z]{{2}}\d{{2}}(?:[ -]?[0-9A-Za-z]){{11,32}}", re.ASCII)
 _ALNUM = re.compile(r"[0-9A-Za-z]")
 
 
@@ -128,7 +130,12 @@ def _ibans(folded: str) -> Iterator[Span]:
     on in the pattern), or at the longest length that validates for a country not listed."""
     for m in _IBAN.finditer(folded):
         ends = [c.end() for c in _ALNUM.finditer(folded, m.start(), m.end())]
-        length = _IBAN_LENGTHS.get(m.group(0)[:2])
+        country = m.group(0)[:2]
+        length = _IBAN_LENGTHS.get(country.upper())
+        if length is None and not country.isupper():
+            # a lower-case run of a country outside the registry would try 20 lengths against the 1-in-97
+            # check: ordinary ids and hashes would pass too often
+            continue
         for n in ([length] if length else range(min(34, len(ends)), 14, -1)):
             if n > len(ends):
                 continue

@@ -155,6 +155,7 @@ def operations(mem: Memory, root: Path, ids: list[str]) -> dict[str, tuple[Calla
                      {**opt, "session_id": SESSION, "metadata": METADATA, "created_at": WHEN}),
         "context": (mem.context, scope, {**opt, "session_id": SESSION}),
         "clear_context": (mem.clear_context, scope, {**opt, "session_id": SESSION}),
+        "pop_turn": (mem.pop_turn, scope, {**opt, "session_id": SESSION}),
         "export": (export, {"fp": fp_out}, {**opt, "user_id": USER, "include_embeddings": FLAG,
                                             "include_deleted": FLAG}),
         "import_": (import_, {"fp": maybe(exported)},

@@ -86,6 +86,15 @@ def _index_files(mem: Memory) -> list[Path]:
         ([p for p in base.rglob("*") if p.is_file()] if base.is_dir() else [])
 
 
+def _database_files(mem: Memory) -> list[Path]:
+    """An SQLite store's database file and its write-ahead log and shared-memory files (none on
+    PostgreSQL: see docs/security.md for what its server keeps)."""
+    if not mem.store.is_sqlite:
+        return []
+    db = Path(str(mem.store.engine.url.database))
+    return [p for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")) if p.exists()]
+
+
 def _export(mem: Memory, user_id: str) -> str:
     out = io.StringIO()
     mem.export(out, user_id=user_id, include_deleted=True)
@@ -160,6 +169,9 @@ def _assert_gone(mem: Memory, ids: dict[str, str], needles: Iterable[str], *,
         assert not [n for n in needles if n.encode("utf-8") in data], path
         if not deleted_rows_on_disk:
             assert not [m for m in gone if m.encode() in data], path
+    for path in _database_files(mem):  # the pages a file-level backup copies, the write-ahead log's too
+        data = path.read_bytes()
+        assert not [n for n in needles if n.encode("utf-8") in data], path
     assert not gone & mem.index.ids()
     assert not gone & mem.vectors.loaded_ids(mem.tenant_id, "dana")
     cache = mem.store.keywords.cache

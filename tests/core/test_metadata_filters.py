@@ -10,10 +10,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from portamem import Memory
 from portamem.embedding.embedders import Embedder
 from portamem.errors import ValidationError
-from portamem.filters import MetadataFilter, SearchFilters
+from portamem.filters import (METADATA_MAX_CONDITIONS, METADATA_MAX_LIST, METADATA_OPERATORS, MetadataFilter,
+                              SearchFilters)
 from portamem.read import replica
 
 #: every kind of value a field can hold, and a missing field
@@ -231,3 +235,95 @@ def test_the_replica_keeps_a_bounded_number_of_filtered_keys(memory: Memory) -> 
         assert len(columns) <= MAX_COLUMNS
     assert ("project",) in columns and ("k7",) not in columns
     assert found({"k7": 1}) == ["Fuel the rocket before the launch"]
+
+
+#: text a stored value can hold (no NUL, no lone surrogate: ``test_a_string_no_record_can_hold...``)
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=6)
+#: operands a drawn filter picks from: the stored values' own, near misses, and anything else
+_OPERAND = st.one_of(
+    st.sampled_from([v for v in VALUES if v != "<missing>" and not isinstance(v, (list, dict))] + [2.0, "Été", ""]),
+    st.none(), st.booleans(), _TEXT,
+    # numbers the replica's float64 columns hold exactly (an integer beyond 2**53 is rounded there)
+    st.integers(-2**53, 2**53), st.floats(allow_nan=False, allow_infinity=False, width=64),
+)
+_KEYS = ("v", "o.t", "键", "n", "absent", "o.t.deeper")
+
+
+@st.composite
+def _lists(draw: st.DrawFn) -> list[Any]:
+    """An ``$in`` / ``$nin`` list up to the validator's maximum: a few drawn operands among filler."""
+    picked = draw(st.lists(_OPERAND, max_size=5))
+    filler = draw(st.sampled_from([0, 3, 200, METADATA_MAX_LIST]))
+    numbers = draw(st.booleans())
+    pad: list[Any] = [1000.5 + i if numbers else f"pad{i}" for i in range(filler)]
+    return (picked + pad)[:METADATA_MAX_LIST]
+
+
+@st.composite
+def _conditions(draw: st.DrawFn) -> dict[str, Any]:
+    op = draw(st.sampled_from(METADATA_OPERATORS))
+    if op in ("$in", "$nin"):
+        return {op: draw(_lists())}
+    if op == "$exists":
+        return {op: draw(st.booleans())}
+    if op in ("$eq", "$ne"):
+        return {op: draw(_OPERAND)}
+    return {op: draw(st.one_of(_TEXT, st.integers(-2**53, 2**53),
+                               st.floats(allow_nan=False, allow_infinity=False)))}
+
+
+@st.composite
+def _filters(draw: st.DrawFn) -> dict[str, Any]:
+    """A filter the validator accepts, sometimes of its maximal size: 64 conditions of 1000 values."""
+    spec: dict[str, Any] = {key: draw(_conditions()) for key in draw(st.lists(st.sampled_from(_KEYS), unique=True,
+                                                                              min_size=1, max_size=3))}
+    wide = draw(st.sampled_from([0, 0, METADATA_MAX_CONDITIONS - len(spec)]))
+    op = draw(st.sampled_from(["$in", "$nin"]))
+    for i in range(wide):  # keys no record has, each with the longest list
+        spec[f"w{i}"] = {op: [f"x{j}" for j in range(METADATA_MAX_LIST - 1)] + [None]}
+    return spec
+
+
+@pytest.fixture
+def filled(pair: tuple[Memory, Memory]) -> tuple[Memory, Memory, dict[str, dict[str, Any]]]:
+    metas = _fill(pair[0])
+    _fill(pair[1])
+    return pair[0], pair[1], metas
+
+
+@hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spec=_filters())
+def test_every_accepted_filter_runs_on_every_path(filled: tuple[Memory, Memory, dict[str, dict[str, Any]]],
+                                                   spec: dict[str, Any]) -> None:
+    """Any filter the validator accepts, up to its maxima (64 conditions, lists of 1000), gives the
+    same rows as the Python semantics on the store's SQL (SQLAlchemy and the raw fast path), the
+    keyword search, the replica's columns and the Milvus path, and never an error (SQLite refused an
+    ``$in`` of 1000 values with 'Expression tree is too large', and 64 lists of 900 took minutes)."""
+    a, b, metas = filled
+    f = MetadataFilter.coerce(spec)
+    assert f is not None
+    want = _expected(metas, f)
+    sf = SearchFilters(metadata=f)
+    qvec = np.asarray(a.embedder.embed(["rocket launch checklist"], kind="query")[0], dtype=np.float32)
+    for mem in (a, b):
+        tenant = mem.tenant_id
+        ids = {r.memory_id: r.metadata["n"] for r in mem.list_memories(user_id="u")}
+        numbered = {m: meta["n"] for m, meta in metas.items()}
+        want_n = {numbered[m] for m in want}
+
+        def n(found: set[str]) -> set[int]:
+            return {ids[m] for m in found}
+
+        assert n(mem.store.admitted_ids(tenant, "u", sf)) == want_n
+        assert {r.metadata["n"] for r in mem.list_memories(user_id="u", filters={"metadata": spec})} == want_n
+        assert n({m for m, _ in mem.store.keyword_search(tenant, "u", "rocket checklist", sf, 100)}) == want_n
+        assert n({h.memory_id for h in mem.vectors.search(tenant, "u", qvec, 100, sf)}) == want_n
+        hits = mem.search_memory("rocket launch checklist", user_id="u", filters={"metadata": spec}, top_k=50)
+        assert {h.record.metadata["n"] for h in hits} <= want_n
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "\ud800"])
+def test_a_string_no_record_can_hold_is_a_typed_error(memory: Memory, bad: str) -> None:
+    for spec in ({"p": bad}, {"p": {"$in": ["x", bad]}}, {"p": {"$gt": bad}}, {bad: 1}):
+        with pytest.raises(ValidationError):
+            memory.list_memories(user_id="u", filters={"metadata": spec})

@@ -75,3 +75,15 @@ def test_a_session_id_of_bare_digits_that_passes_luhn_is_a_timestamp_not_a_card(
     assert memory.context(user_id="u", session_id=stamp)[0].user == "hi"
     with pytest.raises(ValidationError):  # with separators it reads as a card number and is refused
         memory.add_turn("hi", "hello", user_id="u", session_id=f"{stamp[:4]} {stamp[4:8]} {stamp[8:]}")
+
+
+def test_a_lower_case_iban_reaches_no_table(memory: Memory) -> None:
+    """Content, a metadata value and a turn (the window and the formation queue): no table holds the
+    number, neither the keyword postings nor the entity table."""
+    iban = "de89370400440532013000"
+    memory.save_memory(f"My IBAN is {iban}, pay the rent there.", user_id="u",
+                       metadata={"bank": iban, "spaced": "de89 3704 0044 0532 0130 00"})
+    memory.add_turn(f"Send it to {iban} please", "Will do.", user_id="u", session_id="s")
+    memory.flush()
+    stored = _stored_text(memory).lower()
+    assert "370400440532013000" not in stored and "3704 0044 0532" not in stored

@@ -101,6 +101,19 @@ def test_archived_turns_may_not_carry_a_system_key(memory: Memory) -> None:
     assert memory.list_memories(user_id="dana") == []
 
 
+@pytest.mark.parametrize("key", sorted(SYSTEM_METADATA_KEYS))
+def test_messages_may_not_carry_a_system_key(memory: Memory, key: str) -> None:
+    from portamem.messages import Message, add_messages, archive_messages
+
+    said = [Message("user", "I moved to Lyon.", metadata={key: FORGED.get(key, "forged")}),
+            Message("assistant", "Noted.")]
+    with pytest.raises(ValidationError, match=key):
+        archive_messages(memory, said, user_id="dana", session_id="s")
+    with pytest.raises(ValidationError, match=key):
+        add_messages(memory, said, user_id="dana", session_id="s")
+    assert memory.list_memories(user_id="dana") == [] and memory.context(user_id="dana", session_id="s") == []
+
+
 def test_plain_metadata_and_turn_metadata_still_pass(memory: Memory) -> None:
     rec = memory.save_memory("Dana likes oat milk.", user_id="dana", metadata={"origin": "crm", "guards": 2})
     assert rec.metadata == {"origin": "crm", "guards": 2}

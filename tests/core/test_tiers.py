@@ -15,6 +15,7 @@ import pytest
 from portamem import Memory, Settings
 from portamem.embedding.embedders import Embedder
 from portamem.errors import NotFoundError, ValidationError
+from portamem.portable.transfer import export_lines
 from portamem.records import Tier
 from portamem.language.statements import statements_of
 
@@ -235,3 +236,50 @@ def test_an_index_that_lost_half_its_rows_to_the_lower_tiers_is_rebuilt(
     assert rebuilt == [4]
     assert mem.index.ids() == {ids["identity"], ids["preference"], ids["keyed"], ids["recent"]}
     assert mem.search_memory("aisle seats", user_id="u")[0].memory_id == ids["preference"]
+
+
+def _marked_cold(mem: Memory, memory_ids: set[str]) -> str:
+    """The user's export (forgotten records too) with these records marked cold, as a file written
+    elsewhere may have them."""
+    every = {"statuses": ["active", "deleted"], "tiers": ["hot", "warm", "cold"]}
+    records = [r.to_dict() for r in mem.list_memories(user_id="u", filters=every)]
+    for record in records:
+        if record["memory_id"] in memory_ids:
+            record["tier"] = "cold"
+    header = {"embedding_model": mem.embedder.name, "embedding_dim": mem.embedder.dim}
+    return "".join(export_lines(header, records))
+
+
+def test_an_import_puts_what_the_archive_cannot_hold_into_the_tables(
+        aged: tuple[Memory, dict[str, str]], tmp_path, embedder: Embedder) -> None:  # type: ignore[no-untyped-def]
+    """A keyed record marked cold comes back hot (it was archived, invisible to ``get_by_key``, and a
+    new write under its key made a second row) and a forgotten one warm (it aborted the whole import)."""
+    mem, ids = aged
+    mem.forget_memory(ids[OLD[1]], user_id="u")
+    every = {"statuses": ["active", "deleted"], "tiers": ["hot", "warm", "cold"]}
+    with Memory(settings=Settings(path=str(tmp_path / "copy")), embedder=embedder) as copy:
+        copy.import_(io.StringIO(_marked_cold(mem, {ids["keyed"], ids[OLD[1]]})), trusted=True)
+        copy.flush()
+        keyed = copy.get_by_key("loyalty", user_id="u")
+        assert keyed is not None and keyed.memory_id == ids["keyed"] and keyed.tier is Tier.HOT
+        copy.save_memory("Loyalty number LH-11111.", user_id="u", key="loyalty")
+        rows = [r for r in copy.list_memories(user_id="u", filters=every) if r.key == "loyalty"]
+        assert [r.content for r in rows] == ["Loyalty number LH-11111."]
+        forgotten = copy.get_memory(ids[OLD[1]], user_id="u")
+        assert forgotten.status.value == "deleted" and forgotten.tier is Tier.WARM
+        assert copy.purge_deleted(older_than=timedelta(0)) == 1
+
+
+def test_an_archived_keyed_memory_whose_key_was_taken_stays_archived_with_a_typed_error(
+        aged: tuple[Memory, dict[str, str]]) -> None:
+    """A store an older import filled may hold a keyed memory in the archive: bringing it back while
+    another memory holds its key is a ValidationError, not the database's IntegrityError."""
+    mem, ids = aged
+    old = mem.get_memory(ids["keyed"], user_id="u")
+    with mem.store.transaction() as conn:  # as that import left it: archived, its key free in the tables
+        mem.store.archive(conn, [old], archived_at=T0.timestamp())
+    mem.save_memory("Loyalty number LH-11111.", user_id="u", key="loyalty")
+    mem.flush()
+    with pytest.raises(ValidationError, match="key another memory"):
+        mem.set_tier(ids["keyed"], "hot", user_id="u")
+    assert mem.get_by_key("loyalty", user_id="u").content == "Loyalty number LH-11111."

@@ -41,6 +41,24 @@ def test_an_iban_is_redacted_whole(iban: str, sentence: str) -> None:
     assert _found(sentence.format(iban)) == [(iban, "iban")]
 
 
+@pytest.mark.parametrize("iban", ["de89370400440532013000", "de89 3704 0044 0532 0130 00", "gb82 west 1234 5698 7654 32",
+                                  "Fr14 2004 1010 0505 0001 3m02 606", "nl91abna0417164300"])
+def test_an_iban_typed_in_lower_case_is_redacted_whole(iban: str) -> None:
+    """As typed into a chat: lower case, grouped or not (it was stored in clear, in the keyword postings,
+    the entity table and the formation queue too)."""
+    assert iban_valid(iban)
+    assert _found(f"my iban is {iban}, thanks") == [(iban, "iban")]
+
+
+@pytest.mark.parametrize("text", [
+    "de89370400440532013001",                   # lower case, one check digit off
+    "build ab12cdefghijklmnop3 passed",          # a lower-case run of no registered country
+    "commit zz00a1b2c3d4e5f6a7b8c9 merged",
+])
+def test_a_lower_case_run_failing_the_check_or_of_no_country_is_no_iban(text: str) -> None:
+    assert "iban" not in {r.kind for r in find_pii(text)}
+
+
 def test_a_grouped_german_iban_is_not_half_read_as_a_phone() -> None:
     text = "IBAN DE89 3704 0044 0532 0130 00"
     spans = find_pii(text)

@@ -222,6 +222,40 @@ def test_loopback_names_are_served(keyless: ServerProcess) -> None:
     assert _raw(keyless.url, "GET", "/v1/whoami", headers={"Host": "memory.internal"})[0] == 421
 
 
+def _raw_hosts(url: str, hosts: list[str], path: str = "/v1/whoami") -> int:
+    """The status of a GET carrying these Host headers as they are, in order (none fixed up by a client)."""
+    host, port = _hostport(url)
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\n".encode() + b"".join(f"Host: {h}\r\n".encode() for h in hosts)
+                     + b"Connection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return int(data.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize("hosts", [["[::1]evil.example"], ["[::1]evil.example:80"], ["[::1]:80evil"],
+                                   ["[::1"], ["localhost:80x"], ["127.0.0.1", "rebind.attacker.example"],
+                                   ["rebind.attacker.example", "127.0.0.1"], ["127.0.0.1", "127.0.0.1"]])
+def test_a_malformed_or_repeated_host_is_refused(keyless: ServerProcess, hosts: list[str]) -> None:
+    assert _raw_hosts(keyless.url, hosts) in (400, 421)
+    assert _raw_hosts(keyless.url, ["[::1]"]) == 200
+
+
+def test_repeated_host_headers_are_refused_without_an_allow_list(tmp_path: Path) -> None:
+    # a server off loopback takes any one Host when no list is given, never two
+    from portamem.config import Settings
+
+    mint_key(Settings(path=str(tmp_path / "store")).resolved_db_url, "t")  # off loopback a server needs keys
+    proc = ServerProcess(tmp_path / "store", args=("--host", "0.0.0.0"))
+    try:
+        url = proc.url.replace("0.0.0.0", "127.0.0.1")
+        assert _raw_hosts(url, ["anything.example"], "/v1/health") == 200
+        assert _raw_hosts(url, ["a.example", "b.example"], "/v1/health") in (400, 421)
+    finally:
+        proc.stop()
+
+
 def test_mcp_over_http_also_refuses_a_foreign_host() -> None:
     pytest.importorskip("mcp")
     with socket.socket() as s:

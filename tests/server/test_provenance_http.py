@@ -51,6 +51,32 @@ def test_every_route_that_takes_metadata_refuses_a_system_key(server: ServerProc
     assert got.status_code == 200 and key not in got.json()["metadata"]
 
 
+@pytest.mark.parametrize("namespace", [["portamem", "abstract"], "portamem.abstract", "portamem"])
+def test_the_api_refuses_a_keyed_write_in_portamems_own_namespace(server: ServerProcess, tenant_key: str, user: str,
+                                                                  namespace: Any) -> None:
+    body = {"content": "Habit: aisle seats.", "key": "habit-0123456789abcdef", "key_namespace": namespace}
+    for path, sent in (("/v1/memories", {"user_id": user, **body}),
+                       ("/v1/memories/batch", {"user_id": user, "memories": [body]})):
+        r = _post(server, tenant_key, "POST", path, sent)
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["type"] == "ValidationError" and "portamem's own" in r.json()["error"]["message"]
+    with RemoteMemory(server.url, tenant_key) as remote, pytest.raises(ValidationError, match="portamem's own"):
+        remote.save_memory("Habit: aisle seats.", user_id=user, key="habit-0", key_namespace=("portamem", "abstract"))
+    listed = _post(server, tenant_key, "POST", "/v1/keyed/list", {"user_id": user, "key_namespace": "portamem"})
+    assert listed.status_code == 200 and listed.json()["records"] == []
+
+
+@pytest.mark.parametrize("key", sorted(SYSTEM_METADATA_KEYS))
+def test_archived_messages_may_not_carry_a_system_key(server: ServerProcess, tenant_key: str, user: str,
+                                                      key: str) -> None:
+    messages = [{"role": "user", "text": "I moved to Lyon.", "metadata": {key: LINK, "note": "fine"}},
+                {"role": "assistant", "text": "Noted."}]
+    _refused(_post(server, tenant_key, "POST", "/v1/messages/archive", {"user_id": user, "messages": messages}), key)
+    got = httpx.post(server.url + "/v1/memories/list", headers={"Authorization": f"Bearer {tenant_key}"},
+                     json={"user_id": user}, timeout=60)
+    assert got.status_code == 200 and got.json()["records"] == []
+
+
 def test_remote_memory_gets_the_same_typed_error(remote: RemoteMemory, user: str) -> None:
     with pytest.raises(ValidationError, match="outdated"):
         remote.save_memory("My budget is 2500 euros.", user_id=user, metadata={"outdated": LINK})

@@ -51,6 +51,7 @@ def erase_user(parts: Components, tenant_id: str, user_id: str, *, actor: str) -
         rows = erase_rows(parts.store, conn, tenant_id, user_id)
         parts.store.audit(conn, ERASE_ACTION, tenant_id=tenant_id, user_id=user_id, actor=actor,
                           detail={"memories": len(ids), "rows": {k: v for k, v in rows.items() if v}})
+    parts.store.scrub_log()  # the log's copies of the erased pages go too
     parts.outbox.forget(ids)
     if ids:  # a failure here raises: the rows are gone, and the index is reconciled with them on open
         parts.index.delete(ids)

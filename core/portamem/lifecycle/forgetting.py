@@ -89,6 +89,7 @@ def purge(parts: Components, tenant_id: str, cutoff: float) -> int:
             conn,
             [{"action": "purge", "tenant_id": tenant_id, "user_id": u, "memory_id": m} for m, u in victims],
         )
+    parts.store.scrub_log()  # the log's copies of the purged pages go too
     parts.outbox.forget(ids)
     return n
 

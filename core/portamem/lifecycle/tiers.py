@@ -120,6 +120,12 @@ def move(parts: Components, tenant_id: str, user_id: str, memory_ids: Sequence[s
         if forgotten:
             raise ValidationError(f"forgotten memories {forgotten} cannot be archived: they are purged after the "
                                   "grace period (restore_memory first to keep one)")
+    else:  # an archived keyed memory (a store an older import filled) comes back only to a free key
+        taken = [m for m, r in cold.items() if r.key is not None and parts.store.get_by_key(
+            tenant_id, user_id, r.key_namespace or "", r.key) is not None]
+        if taken:
+            raise ValidationError(f"archived memories {taken} have a key another memory of the user holds now: "
+                                  "forget that memory (or put this one's value under its key) first; nothing moved")
     why = (lambda m: reason) if isinstance(reason, str) else (lambda m: reason.get(m, ""))
     moves = [Move(m, (rows.get(m) or cold[m]).tier, target, why(m)) for m in ids
              if (rows.get(m) or cold[m]).tier is not target]

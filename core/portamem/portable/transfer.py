@@ -204,6 +204,8 @@ def import_jsonl(
         records, turns = parse_export(parts, fp, tenant_id, trusted=trusted)
     else:
         raise ValidationError(f"import needs a path or a stream, got {type(fp).__name__}")
+    for r in records:
+        _into_tables_if_unarchivable(r)
     with parts.lock:
         records, replaced = _settle_ids(parts, records, on_conflict)
         bar = check.SafeProgress(progress, len(records), "import")
@@ -231,6 +233,20 @@ def import_jsonl(
             index_now(parts, [], deleted=gone)
         index_now(parts, records)
     return len(records)
+
+
+def _into_tables_if_unarchivable(record: MemoryRecord) -> None:
+    """A record the file marks cold that the archive does not hold (``portamem.lifecycle.tiers.move``
+    never puts one there) comes back into the tables: a keyed memory to the hot tier (its key is looked
+    up there, and it is pinned), a forgotten one to the warm tier (it waits there for its purge, out of
+    the vector index). A keyed record archived used to be invisible to ``get_by_key``, and a forgotten
+    one aborted the whole import."""
+    if record.tier is not Tier.COLD:
+        return
+    if record.key is not None:
+        record.tier = Tier.HOT
+    elif record.status is Status.DELETED:
+        record.tier = Tier.WARM
 
 
 def _derived_id(record: MemoryRecord, file_id: str, attempt: int) -> str:

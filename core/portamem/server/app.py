@@ -12,7 +12,8 @@ reads run in worker threads. Errors leave as ``{"error": {"type", "message"}}`` 
 
 In front of the routes (``limits.Guard``): the Host allow-list (421), the body limit (413), the key
 (401, from the headers before any byte of a body is read) and the bytes all requests hold at once
-(429); around everything, the request metrics (``metrics.Measured``).
+(429); around everything, the request metrics (``metrics.Measured``) and, outermost, the answer and
+the one log line of a request that failed inside (``failures.Failures``: a request id, never SQL or its values).
 Keys are checked from memory (``auth.KeyCache``), once a request (by the guard, whose principal the
 routes take): a request with a known key makes no query.
 """
@@ -21,7 +22,6 @@ routes take): a request with a known key makes no query.
 import asyncio
 import dataclasses
 import io
-import logging
 import queue as queue_mod
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -51,14 +51,13 @@ from ..write.privacy import redacted_text, sealed_original
 from ..write.requests import MemoryDraft, TurnRequest
 from . import schemas as s
 from .auth import Principal
+from .failures import REQUEST_ID, Failures, log_failure
 from .inspector import mount_inspector
 from .limits import MAX_IMPORT_BYTES, PRINCIPAL, Guard, spool_import
 from .metrics import CONTENT_TYPE_LATEST, Measured, Metrics
 from .state import ServerState
 
 __all__ = ["create_app", "ServerState"]
-
-log = logging.getLogger(__name__)
 
 _bearer = HTTPBearer(auto_error=False, description="an API key from `portamem keys create`")
 
@@ -84,13 +83,13 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(PortamemError)
-    async def portamem_error(_: Request, exc: PortamemError) -> JSONResponse:
+    async def portamem_error(request: Request, exc: PortamemError) -> JSONResponse:
         status = wire.status_for(exc)
-        if status >= 500:
-            log.error("request failed: %s", exc, exc_info=exc)
         headers = {"Retry-After": "1"} if status == 429 else None
         if status == 401:
             headers = {"WWW-Authenticate": "Bearer"}
+        if status >= 500:  # one line, no statement or parameter in it (failures.describe)
+            headers = {**(headers or {}), REQUEST_ID: log_failure(request.scope, exc)}
         return JSONResponse(wire.error_body(exc), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
@@ -102,12 +101,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         err: PortamemError = NotFoundError(str(exc.detail)) if exc.status_code == 404 else (
             ValidationError(str(exc.detail)) if exc.status_code < 500 else PortamemError(str(exc.detail)))
         return JSONResponse(wire.error_body(err), status_code=exc.status_code, headers=exc.headers)
-
-    @app.exception_handler(Exception)
-    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected server error")
-        return JSONResponse(wire.error_body(PortamemError(f"internal error: {type(exc).__name__}")),
-                            status_code=500)
 
 
 class _Pipe(io.TextIOBase):
@@ -171,6 +164,7 @@ def create_app(state: ServerState) -> FastAPI:
     app.add_middleware(Guard, hosts=state.hosts, max_body_bytes=state.max_body_bytes,  # type: ignore[arg-type]
                        authenticate=state.check, budget=state.budget)
     app.add_middleware(Measured, metrics=metrics)  # type: ignore[arg-type]
+    app.add_middleware(Failures)  # type: ignore[arg-type]  # outermost: any other exception is answered 500 here
 
     async def principal(_: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
                         request: Request) -> Principal:
@@ -209,7 +203,7 @@ def create_app(state: ServerState) -> FastAPI:
                     lambda: [mem.get_memory(i, user_id=user_id, tenant_id=who.tenant_id) if key_namespace is None
                              else mem.get_by_key(i, user_id=user_id, key_namespace=key_namespace,
                                                  tenant_id=who.tenant_id) for i in ids])
-                if any(not who.may_read(r) if reading else r.agent_id not in who.agents for r in held):
+                if any(not (who.may_read(r) if reading else who.may_change(r)) for r in held):
                     raise _not_found(ids)
             return await call()
         except NotFoundError:
@@ -506,6 +500,15 @@ def create_app(state: ServerState) -> FastAPI:
                                                session_id=body.session_id, metadata=body.metadata,
                                                created_at=body.created_at), tenant_id=who.tenant_id)
         return {"memories": [wire.dump_record(r) for r in records]}
+
+    @app.post("/v1/turns/pop", tags=["window"])
+    async def pop_turn(body: s.SessionRequest, who: Who) -> dict[str, Any]:
+        """Take the newest turn out of the session's working window, without writing episodic memory: an undo
+        of the last exchange. Returns it, or null when the window is empty."""
+        who.check_user(body.user_id)
+        turn = await write(who, lambda: mem.pop_turn(user_id=body.user_id, session_id=body.session_id,
+                                                     tenant_id=who.tenant_id), user_id=body.user_id)
+        return {"turn": None if turn is None else wire.dump_turn(turn)}
 
     @app.get("/v1/context", tags=["window"])
     async def context(user_id: UserQ, who: Who,

@@ -21,6 +21,7 @@ a request with a known key costs no query at all.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -28,6 +29,7 @@ import secrets
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +40,9 @@ import sqlalchemy as sa
 from ..errors import AuthenticationError, NotFoundError, PermissionDeniedError, StoreOpenError, ValidationError
 from ..filters import for_agent
 from ..records import MemoryRecord
+from .failures import describe
 
-__all__ = ["ApiKey", "Principal", "KeyStore", "KeyCache", "LOCAL_PRINCIPAL_ID", "SCOPES", "parse_key"]
+__all__ = ["Access", "ApiKey", "Principal", "KeyStore", "KeyCache", "LOCAL_PRINCIPAL_ID", "SCOPES", "parse_key"]
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +136,11 @@ class Principal:
     def may_read(self, record: MemoryRecord) -> bool:
         """Whether the key may read ``record`` of a user in its scope: its agents' own or the shared layer's."""
         return self.agents is None or record.agent_id is None or record.agent_id in self.agents
+
+    def may_change(self, record: MemoryRecord) -> bool:
+        """Whether the key may change ``record`` of a user in its scope: one of its agents' own memories only,
+        never the shared layer's nor another agent's (``portamem.write.scope``)."""
+        return self.agents is None or record.agent_id in self.agents
 
     @property
     def tenant_wide(self) -> bool:
@@ -306,8 +314,8 @@ class KeyCache:
         while not self._stop.wait(self.refresh_s):
             try:
                 self.refresh()
-            except Exception:  # a store hiccup: keep the keys known, try again next time
-                log.warning("reading the API key table failed; keeping the cached keys", exc_info=True)
+            except Exception as exc:  # a store hiccup: keep the keys known, try again next time
+                log.warning("reading the API key table failed; keeping the cached keys: %s", describe(exc))
 
     def refresh(self) -> None:
         """Reload the keys if the table changed since the last look."""
@@ -347,3 +355,66 @@ class KeyCache:
         who = self.keys.authenticate(token)
         self.refresh()  # a new key: take the table as it stands now (never one row beside an older view)
         return who
+
+
+class Access:
+    """Who a request acts as, from its key alone: the keys in memory (``KeyCache``), a small pool for the
+    lookups that miss it, and the keyless choice. ``portamem serve`` and ``portamem mcp --transport http``
+    decide alike: a presented key is always checked; no key is ``local`` (the store's tenant, every scope)
+    on a keyless server (``--keyless``, loopback only, chosen at start) and refused on any other, however
+    many keys the table holds (none left after a revocation is still none: the server stays shut)."""
+
+    def __init__(self, keys: KeyStore | None, *, open_access: bool, tenant_id: str, refresh_s: float = 0.5) -> None:
+        self.keys = keys
+        #: fixed for the server's life, whatever keys are created or revoked meanwhile
+        self.open_access = bool(open_access)
+        self.tenant_id = tenant_id
+        #: key lookups that miss the cache run here, never behind the searches in the default pool
+        self.auth_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="portamem-auth")
+        #: the keys in memory: a request with a known key costs no query
+        self.key_cache = None if keys is None else KeyCache(keys, refresh_s=refresh_s)
+
+    def start(self) -> None:
+        if self.key_cache is not None:
+            self.key_cache.start()
+
+    def stop(self) -> None:
+        if self.key_cache is not None:
+            self.key_cache.stop()
+        self.auth_pool.shutdown(wait=False)
+
+    @property
+    def keyless(self) -> bool:
+        """Whether callers without a key are served (as ``local``): decided once, when the server starts
+        (``--keyless``), never by how many keys the table holds now."""
+        return self.open_access
+
+    def lookup(self, token: str | None) -> Principal | None:
+        """The principal of a request from memory alone; None when only the key table can tell
+        (``authenticate`` in a worker thread then)."""
+        if token:
+            if self.key_cache is None:
+                raise AuthenticationError("this server has no API keys: send no key (a keyless loopback server)")
+            return self.key_cache.lookup(token)
+        if self.open_access:
+            return self.local
+        raise AuthenticationError("this server needs an API key (Authorization: Bearer pm_...)")
+
+    def authenticate(self, token: str | None) -> Principal:
+        who = self.lookup(token)
+        if who is not None:
+            return who
+        assert self.key_cache is not None
+        return self.key_cache.authenticate(token)
+
+    async def check(self, token: str | None) -> Principal:
+        """``authenticate`` from the event loop: from memory when it can, else in ``auth_pool``."""
+        who = self.lookup(token)
+        if who is not None:
+            return who
+        return await asyncio.get_running_loop().run_in_executor(self.auth_pool, self.authenticate, token)
+
+    @property
+    def local(self) -> Principal:
+        """Who a keyless loopback server's callers act as: the machine's own user, every scope."""
+        return Principal(key_id=LOCAL_PRINCIPAL_ID, tenant_id=self.tenant_id, scopes=frozenset(SCOPES))

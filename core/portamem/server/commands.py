@@ -19,7 +19,7 @@ from ..errors import ConfigError, PortamemError
 from ..read.calibration import hubness_for
 from ..storage.vectors import is_server_uri
 
-__all__ = ["SERVER_COMMANDS", "check_keyless", "is_loopback", "serve"]
+__all__ = ["SERVER_COMMANDS", "check_keyless", "is_loopback", "open_keys", "serve"]
 
 
 #: how often ``portamem serve`` runs maintenance when ``Settings.maintain_interval_s`` is not set
@@ -67,23 +67,38 @@ def _add_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-queue", type=int, default=2048,
                    help="writes waiting at most before new ones get HTTP 429 (default 2048)")
     p.add_argument("--max-batch", type=int, default=256, help="writes applied per group commit at most")
-    p.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="NAME[:PORT]",
-                   help="a Host name requests may carry (repeatable; default: loopback names on a loopback "
-                        "address, any on another; Settings.server_allowed_hosts)")
-    p.add_argument("--max-body-bytes", type=int, help="largest request body taken, in bytes "
-                                                      "(default 4 MiB; Settings.server_max_body_bytes)")
+    _add_access(p)
     p.add_argument("--max-inflight-bytes", type=int,
                    help="request bytes all requests may hold at once (default 16 MiB; "
                         "Settings.server_max_inflight_bytes)")
-    p.add_argument("--keyless", action="store_true", default=None,
-                   help="serve callers without an API key as the local user, with every scope: loopback "
-                        "addresses only, refused with --allowed-host (Settings.server_keyless). Without it "
-                        "every request needs a key, also while the store has none")
     p.add_argument("--llm-url", help="base URL of an OpenAI-compatible chat model, ending in /v1, that forms "
                                      "memories in the background (Settings.llm_url; its key only from "
                                      "PORTAMEM_LLM_API_KEY)")
     p.add_argument("--llm-model", help="the model name that server serves (Settings.llm_model)")
     p.add_argument("--log-level", default="warning")
+
+
+def _add_access(p: argparse.ArgumentParser) -> None:
+    """The flags ``serve`` and ``mcp --transport http`` share: who and what a request may bring."""
+    p.add_argument("--allowed-host", action="append", dest="allowed_hosts", metavar="NAME[:PORT]",
+                   help="a Host name requests may carry (repeatable; default: loopback names on a loopback "
+                        "address, any on another; Settings.server_allowed_hosts)")
+    p.add_argument("--max-body-bytes", type=int, help="largest request body taken, in bytes "
+                                                      "(default 4 MiB; Settings.server_max_body_bytes)")
+    p.add_argument("--keyless", action="store_true", default=None,
+                   help="serve callers without an API key as the local user, with every scope: loopback "
+                        "addresses only, refused with --allowed-host (Settings.server_keyless). Without it "
+                        "every request needs a key, also while the store has none")
+
+
+def _access_settings(settings: Settings, args: argparse.Namespace) -> Settings:
+    if args.allowed_hosts:
+        settings = settings.replace(server_allowed_hosts=[*(settings.server_allowed_hosts or []), *args.allowed_hosts])
+    if args.max_body_bytes is not None:
+        settings = settings.replace(server_max_body_bytes=args.max_body_bytes)
+    if args.keyless:
+        settings = settings.replace(server_keyless=True)
+    return settings
 
 
 def check_keyless(settings: Settings, host: str) -> None:
@@ -101,6 +116,21 @@ def check_keyless(settings: Settings, host: str) -> None:
                           "everyone it takes as the local user; create keys with `portamem keys create --for-tenant ...`")
 
 
+def open_keys(settings: Settings, host: str) -> tuple[Any, int]:
+    """The key table of the store of ``settings`` and how many keys it holds, for a server on ``host``:
+    ConfigError when it may not start there (``check_keyless``; no key off loopback)."""
+    from .auth import KeyStore
+
+    check_keyless(settings, host)
+    keys = KeyStore(settings.resolved_db_url)
+    active = keys.active_count()
+    if not active and not is_loopback(host):
+        keys.close()
+        raise ConfigError(f"no API key is configured: refusing to serve on {host}, which is not a loopback "
+                          "address; create one with `portamem keys create --for-tenant ...`")
+    return keys, active
+
+
 def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_queue: int = 2048,
           max_batch: int = 256, log_level: str = "warning") -> int:
     """Serve the store of ``settings`` until interrupted; the URL is printed and written to ``server.json``.
@@ -115,17 +145,10 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
 
     from ..memory import Memory
     from .app import ServerState, create_app
-    from .auth import KeyStore
     from .limits import HostPolicy
 
-    check_keyless(settings, host)
-    keys = KeyStore(settings.resolved_db_url)
+    keys, active = open_keys(settings, host)
     loopback = is_loopback(host)
-    active = keys.active_count()
-    if not active and not loopback:
-        keys.close()
-        raise ConfigError(f"no API key is configured: refusing to serve on {host}, which is not a loopback "
-                          "address; create one with `portamem keys create --for-tenant ...`")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
@@ -176,15 +199,9 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8765, max_
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the memory over HTTP (JSON API, OpenAPI schema at /openapi.json, Prometheus at /metrics),
     behind API keys."""
-    settings = _settings(args)
-    if args.allowed_hosts:
-        settings = settings.replace(server_allowed_hosts=[*(settings.server_allowed_hosts or []), *args.allowed_hosts])
-    if args.max_body_bytes is not None:
-        settings = settings.replace(server_max_body_bytes=args.max_body_bytes)
+    settings = _access_settings(_settings(args), args)
     if args.max_inflight_bytes is not None:
         settings = settings.replace(server_max_inflight_bytes=args.max_inflight_bytes)
-    if args.keyless:
-        settings = settings.replace(server_keyless=True)
     if args.llm_url is not None or args.llm_model is not None:  # the key stays in the environment, off the command line
         settings = settings.replace(**{k: v for k, v in (("llm_url", args.llm_url), ("llm_model", args.llm_model))
                                        if v is not None})
@@ -251,21 +268,34 @@ def cmd_keys(args: argparse.Namespace) -> int:
 def _add_mcp(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user", required=True, help="the user whose memory the tools read and write")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="with --transport http: the address to listen on")
     p.add_argument("--port", type=int, default=8766)
+    _add_access(p)  # with --transport http, as `portamem serve`: API keys of the store, or --keyless on loopback
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    """An MCP server (stdio or streamable HTTP) with save/search/forget/explain tools for one user."""
+    """An MCP server (stdio or streamable HTTP) with save/search/forget/explain tools for one user; over
+    HTTP behind the store's API keys, as portamem serve."""
+    from .limits import HostPolicy
     from .mcp_tools import run_mcp
 
     from ..cli.connect import open_memory
 
-    memory: Any = open_memory(args)
+    keys = None
+    settings = _access_settings(_settings(args), args)
+    hosts = HostPolicy.of(settings.server_allowed_hosts, loopback=is_loopback(args.host))
+    if args.transport == "http":  # before the store opens: a refused start costs nothing
+        keys, _ = open_keys(settings, args.host)
     try:
-        run_mcp(memory, user_id=args.user, transport=args.transport, host=args.host, port=args.port)
+        memory: Any = open_memory(args)
+        try:
+            run_mcp(memory, user_id=args.user, transport=args.transport, host=args.host, port=args.port,
+                    keys=keys, settings=settings, hosts=hosts)
+        finally:
+            memory.close()
     finally:
-        memory.close()
+        if keys is not None:
+            keys.close()
     return 0
 
 

@@ -7,7 +7,9 @@
   port) and the names given in ``Settings.server_allowed_hosts`` / ``portamem serve --allowed-host``;
   any other ``Host`` is answered 421 ``HostNotAllowedError``. A web page that rebinds its own name to
   127.0.0.1 so reaches nothing. A server on another address needs keys anyway, and checks the Host
-  only when a list is given.
+  only when a list is given. Any server refuses (421) a request with more than one ``Host`` header,
+  which a proxy and this server could each read differently; a ``Host`` that is no ``name[:port]``
+  or ``[address][:port]`` (``[::1]evil.example``) matches no name.
 - **Body limit**: a ``Content-Length`` over the limit is answered 413 ``PayloadTooLargeError`` at
   once; a body without one (chunked) is read here, counted as it arrives, and refused the moment it
   passes the limit. Either way nothing of it was parsed; a body within the limit reaches the
@@ -18,6 +20,10 @@
   headers before one byte of the body is read: a request without a valid key is answered 401 at once
   and its body is dropped unread by the HTTP server as it arrives, so it costs no memory. The
   principal found is handed to the route (``request.state.principal``), which does not check the key again.
+- **Shape** (``shape.check``): a JSON body read whole is judged from its bytes before it is parsed: more
+  values than ``shape.MAX_VALUES``, nesting deeper than ``shape.MAX_DEPTH`` or a string longer than
+  ``shape.MAX_STRING_BYTES`` is answered 413 ``PayloadTooLargeError``, and what it will cost parsed
+  (``Shape.cost``, many small values costing far more than their bytes) is charged to the budget below.
 - **Bytes in flight** (``Budget``): the bodies of every request together, from the moment they are
   read until the request is answered (parsing and handling cost a multiple of a body), stay within
   ``Settings.server_max_inflight_bytes``. A request that would pass it waits, without reading its
@@ -49,6 +55,8 @@ from ..errors import (
 )
 from ..portable import wire
 from ..portable.transfer import EXPORT_FORMAT
+from .shape import Shape
+from .shape import check as check_shape
 
 __all__ = ["Budget", "Guard", "HostPolicy", "LOOPBACK_NAMES", "MAX_IMPORT_BYTES", "PRINCIPAL", "PUBLIC", "host_name",
            "request_token", "spool_import"]
@@ -78,6 +86,8 @@ BUDGET_WAIT_S = 5.0
 IMPORT_HEADER_BYTES = 64 * 1024
 #: what an import spools in memory before its spool file goes to disk
 IMPORT_SPOOL_MEMORY = 1024 * 1024
+#: a body shorter than this is judged by its shape in the event loop (a 64 KiB scan takes about 2 ms)
+SCAN_INLINE_BYTES = 64 * 1024
 #: how much of a refused body is still read (and dropped) before the answer, so that a client still
 #: sending reads the 413 instead of a reset connection (a client sends its whole body before it reads); past
 #: this the connection is just closed
@@ -85,10 +95,16 @@ DRAIN_BYTES = 128 * 1024 * 1024
 
 
 def host_name(host: str) -> str:
-    """The name of a ``Host`` header without its port, lower case (``[::1]:8765`` -> ``::1``)."""
+    """The name of a ``Host`` header without its port, lower case (``[::1]:8765`` -> ``::1``); a header
+    that is no ``name[:port]`` or ``[address][:port]`` is returned whole, so it matches no name
+    (``[::1]evil.example`` is not ``::1``)."""
     host = host.strip().lower()
     if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else host
+        end = host.find("]")
+        rest = host[end + 1:] if end > 0 else ""
+        if end > 0 and (not rest or rest[0] == ":" and rest[1:].isdigit()):
+            return host[1:end]
+        return host
     name, sep, port = host.rpartition(":")
     return name if sep and port.isdigit() and ":" not in name else host
 
@@ -222,6 +238,7 @@ class Guard:
         #: checks a request's key (None when it presents none); raises AuthenticationError. None: no check
         self.authenticate = authenticate
         self.budget = budget
+        self._scanning: asyncio.Lock | None = None
 
     async def _refuse(self, scope: Scope, send: Send, exc: PortamemError) -> None:
         status, headers, body = _error(exc)
@@ -234,14 +251,17 @@ class Guard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        headers = {k.lower(): v for k, v in scope.get("headers", ())}
-        if self.hosts is not None:
+        raw = scope.get("headers", ())
+        headers = {k.lower(): v for k, v in raw}
+        hosts = sum(1 for k, _ in raw if k.lower() == b"host")
+        if hosts > 1 or self.hosts is not None:
             host = headers.get(b"host", b"").decode("latin-1")
-            if not self.hosts.allows(host):
+            if hosts > 1 or not self.hosts.allows(host):  # type: ignore[union-attr]
                 if scope["type"] == "websocket":
                     await send({"type": "websocket.close", "code": 1008})
                     return
                 await self._refuse(scope, send, HostNotAllowedError(
+                    f"a request carries one Host header, {hosts} here" if hosts > 1 else
                     f"this server does not answer to Host {host!r}: it takes loopback names and those given with "
                     "--allowed-host (Settings.server_allowed_hosts)"))
                 return
@@ -277,7 +297,8 @@ class Guard:
                              lambda: self._streamed(scope, receive, send, limit))
             return
         if declared is not None and declared >= 0:
-            await self._held(scope, send, declared, lambda: self._buffered(scope, receive, send, limit, None))
+            await self._held(scope, send, declared,
+                             lambda: self._buffered(scope, receive, send, limit, None, held=declared))
         else:  # no length (chunked): held as it arrives
             await self._buffered(scope, receive, send, limit, self.budget)
 
@@ -296,12 +317,16 @@ class Guard:
         finally:
             await self.budget.give(taken)
 
-    async def _buffered(self, scope: Scope, receive: Receive, send: Send, limit: int, budget: Budget | None) -> None:
+    async def _buffered(self, scope: Scope, receive: Receive, send: Send, limit: int, budget: Budget | None,
+                        held: int = 0) -> None:
         """Read the whole body here, counting: past the limit nothing reaches the application. With a
-        ``budget`` (a body of no announced length) each chunk is held from it as it arrives."""
+        ``budget`` (a body of no announced length) each chunk is held from it as it arrives; ``held``,
+        the bytes the caller holds for it already. A JSON body is then judged by its shape (``shape.check``:
+        413 past its bounds) and the budget charged what it costs parsed (``Shape.cost``), beyond what is held."""
         chunks: list[bytes] = []
         size = 0
         taken = 0
+        extra = 0
         try:
             while True:
                 message = await receive()
@@ -327,6 +352,14 @@ class Guard:
                     break
             body = b"".join(chunks)
             chunks.clear()
+            if body and self.measured(scope):
+                try:
+                    cost = (await self._shape(body)).cost
+                    if self.budget is not None:  # what it costs parsed, past its bytes (never more than all)
+                        extra = await self.budget.take(min(cost, self.budget.capacity) - held - taken)
+                except PortamemError as exc:
+                    await self._refuse(scope, send, exc)
+                    return
             delivered = False
 
             async def replay() -> Message:
@@ -340,6 +373,23 @@ class Guard:
         finally:
             if budget is not None:
                 await budget.give(taken)
+            if extra and self.budget is not None:
+                await self.budget.give(extra)
+
+    def measured(self, scope: Scope) -> bool:
+        """Whether a body is JSON judged by its shape: every route's but the inspector's forms (``UI_BODY_BYTES``)."""
+        path = scope.get("path", "")
+        return not (path == "/ui" or path.startswith("/ui/"))
+
+    async def _shape(self, body: bytes) -> Shape:
+        """``shape.check`` of ``body``: a large one in a worker thread, one at a time (a scan holds a few
+        arrays of half a MiB), so the event loop keeps answering."""
+        if len(body) < SCAN_INLINE_BYTES:
+            return check_shape(body)
+        if self._scanning is None:
+            self._scanning = asyncio.Lock()
+        async with self._scanning:
+            return await asyncio.to_thread(check_shape, body)
 
     async def _streamed(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         """A route that streams its body: counted as it passes; past the limit the route reads an error

@@ -40,6 +40,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from ..storage.schema import audit_t, memories
+from .failures import describe
 
 if TYPE_CHECKING:
     from .state import ServerState
@@ -133,8 +134,8 @@ class Metrics:
     def _refresh_logged(self) -> None:
         try:
             self.refresh()
-        except Exception:
-            log.warning("reading the store's figures for /metrics failed", exc_info=True)
+        except Exception as exc:
+            log.warning("reading the store's figures for /metrics failed: %s", describe(exc))
 
     def refresh(self) -> None:
         """Count the store's memories by tenant and status, and the evictions and purges audited since the last look."""

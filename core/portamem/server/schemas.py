@@ -30,6 +30,7 @@ __all__ = [
     "RefreshRequest",
     "UpdateRequest",
     "TurnRequest",
+    "SessionRequest",
     "ArchiveRequest",
     "AuditRequest",
     "MaintainRequest",
@@ -168,6 +169,13 @@ class TurnRequest(_Body):
     assistant: str = Field(max_length=100_000)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = None
+
+
+class SessionRequest(_Body):
+    """One session of one user (``POST /v1/turns/pop``)."""
+
+    user_id: str = UserId
+    session_id: str = Field(default="default", min_length=1, max_length=256)
 
 
 class ArchiveRequest(_Body):

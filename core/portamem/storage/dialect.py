@@ -45,6 +45,9 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA synchronous=FULL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=10000")
+    # a deleted row's bytes are overwritten with zeros, not left in a free page or cell that a copy of
+    # the file carries: a forgotten memory's text must not outlive its purge (``RecordStore.scrub_log``)
+    cur.execute("PRAGMA secure_delete=ON")
     try:
         cur.execute("SELECT ln(1.0)")
     except Exception:  # an SQLite built without its math functions: BM25's idf needs ln

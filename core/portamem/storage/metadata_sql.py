@@ -6,6 +6,11 @@ SQL agrees with ``MetadataCondition.test`` (the semantics the read replica and t
 follow): a number matches only numbers, a string only strings (compared by code point: the
 ``"C"`` collation on PostgreSQL, SQLite's binary one), a boolean only booleans. Keys and operands
 always travel as bound parameters, never as SQL text.
+
+An ``$in`` / ``$nin`` list is one membership test per kind of operand, its strings and its numbers
+each bound as one JSON array read by ``json_each`` / ``json_array_elements_text``: the statement's
+size does not grow with the list (a chain of 1000 ORs passed SQLite's expression depth limit, and
+64 lists of 900 took minutes to prepare), and the database reads each list once into a lookup.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ __all__ = ["MetadataMatch", "metadata_sql"]
 
 Bind = Callable[[Any], str]
 _CMP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+#: up to this many strings and numbers, a list is tested value by value (as ``$eq``)
+_INLINE = 4
 
 
 def _is_number(value: Any) -> bool:
@@ -45,22 +52,31 @@ def _sqlite(c: MetadataCondition, col: str, bind: Bind) -> str:
         return "COALESCE(" + ", ".join(f"json_extract({col}, {bind(p)})" for p in paths) + ")" \
             if len(paths) > 1 else f"json_extract({col}, {bind(paths[0])})"
 
-    # the value's test first: it fails for most rows, and SQLite then skips the type's
-    def eq(v: Any) -> str:
-        if v is None:
-            return f"COALESCE({t()}, 'null') = 'null'"
-        if isinstance(v, bool):
-            return f"COALESCE({t()} = '{'true' if v else 'false'}', 0)"
-        if _is_number(v):
-            return f"COALESCE({x()} = {bind(v)} AND {t()} IN ('integer', 'real'), 0)"
-        return f"COALESCE({x()} = {bind(v)} AND {t()} = 'text', 0)"
-
+    # one JSON call per row for most rows: the value is extracted and tested first, its JSON type read
+    # only for a value that passed (``json_extract`` gives NULL for a missing field and for null, 1 and 0
+    # for true and false, the JSON text of an array or object), and a CASE, not an AND, so that a
+    # missing field costs no second call either
     if c.op == "$exists":
         return f"({t()} IS {'NOT ' if c.value else ''}NULL)"
     if c.op in _CMP:
         kind = "IN ('integer', 'real')" if _is_number(c.value) else "= 'text'"
-        return f"COALESCE({x()} {_CMP[c.op]} {bind(c.value)} AND {t()} {kind}, 0)"
-    return _either(c, eq)
+        return f"(CASE WHEN {x()} {_CMP[c.op]} {bind(c.value)} THEN {t()} {kind} ELSE 0 END)"
+    null, flags, numbers, strings = _members(c)
+    values = sorted(strings) + sorted(numbers)
+    whens = [f"WHEN {x()} IS NULL THEN 1"] if null else []
+    if values:  # each placeholder bound in the order it is written (the fast path's are positional)
+        value = x()
+        listed = ", ".join(bind(v) for v in values) if len(values) <= _INLINE \
+            else f"SELECT value FROM json_each({bind(_array(values))})"
+        # a string matches only text, a number only numbers: not an array's JSON text, not true's 1
+        types = ["text", "integer", "real"] + [("true" if f else "false") for f in sorted(flags)]
+        whens.append(f"WHEN {value} IN ({listed}) THEN {t()} IN ({', '.join(repr(k) for k in types)})")
+    if flags:
+        whens.append(f"WHEN {t()} IN ({', '.join(repr('true' if f else 'false') for f in sorted(flags))}) THEN 1")
+    if not whens:  # $in [] admits nothing, $nin [] everything
+        return "(1 = 0)" if c.op == "$in" else "(1 = 1)"
+    test = f"(CASE {' '.join(whens)} ELSE 0 END)"
+    return test if c.op in ("$eq", "$in") else f"(NOT {test})"
 
 
 def _postgresql(c: MetadataCondition, col: str, bind: Bind) -> str:
@@ -80,19 +96,54 @@ def _postgresql(c: MetadataCondition, col: str, bind: Bind) -> str:
 
     if c.op == "$exists":
         return f"({j} IS {'NOT ' if c.value else ''}NULL)"
+    def among(strings: list[str], numbers: list[Any]) -> list[str]:
+        out = []
+        if strings:
+            out.append(f"COALESCE({t} = 'string' AND {txt} IN (SELECT json_array_elements_text("
+                       f"CAST({bind(_array(strings))} AS json))), FALSE)")
+        if numbers:
+            out.append(f"COALESCE({num} IN (SELECT CAST(e AS numeric) FROM json_array_elements_text("
+                       f"CAST({bind(_array(numbers))} AS json)) AS e), FALSE)")
+        return out
+
     if c.op in _CMP:
         if _is_number(c.value):
             return f"COALESCE({num} {_CMP[c.op]} CAST({bind(c.value)} AS numeric), FALSE)"
         return (f"COALESCE({t} = 'string' AND {txt} COLLATE \"C\" {_CMP[c.op]} "
                 f"CAST({bind(c.value)} AS text) COLLATE \"C\", FALSE)")
-    return _either(c, eq)
+    return _either(c, eq, among)
 
 
-def _either(c: MetadataCondition, eq: Callable[[Any], str]) -> str:
-    operands = c.value if c.op in ("$in", "$nin") else (c.value,)
-    if not operands:  # $in [] admits nothing, $nin [] everything
-        return "(1 = 0)" if c.op == "$in" else "(1 = 1)"
-    any_of = "(" + " OR ".join(eq(v) for v in operands) + ")"
+def _members(c: MetadataCondition) -> tuple[bool, frozenset[bool], frozenset[Any], frozenset[str]]:
+    """``MetadataCondition.members`` for ``$eq`` / ``$ne`` too (a list of one)."""
+    if c.op in ("$in", "$nin"):
+        return c.members
+    v = c.value
+    return (v is None, frozenset([v]) if isinstance(v, bool) else frozenset(),
+            frozenset([v]) if _is_number(v) else frozenset(), frozenset([v]) if isinstance(v, str) else frozenset())
+
+
+def _array(values: list[Any]) -> str:
+    return json.dumps(values, ensure_ascii=False)
+
+
+def _either(c: MetadataCondition, eq: Callable[[Any], str],
+            among: Callable[[list[str], list[Any]], list[str]]) -> str:
+    """``$eq`` / ``$in`` (and their negations) as a few tests whatever the list's length: null and
+    each boolean tested by the value's type, the strings and the numbers each as one membership
+    (sorted: the same filter is the same SQL text)."""
+    if c.op in ("$eq", "$ne"):
+        tests = [eq(c.value)]
+    else:
+        null, flags, numbers, strings = c.members
+        if not (null or flags or numbers or strings):  # $in [] admits nothing, $nin [] everything
+            return "(1 = 0)" if c.op == "$in" else "(1 = 1)"
+        tests = [eq(v) for v in ([None] if null else []) + sorted(flags)]
+        if len(strings) + len(numbers) <= _INLINE:
+            tests += [eq(v) for v in sorted(strings) + sorted(numbers)]
+        else:
+            tests += among(sorted(strings), sorted(numbers))
+    any_of = "(" + " OR ".join(tests) + ")"
     return any_of if c.op in ("$eq", "$in") else f"(NOT {any_of})"
 
 

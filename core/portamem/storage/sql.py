@@ -8,6 +8,7 @@ One code path for SQLite and PostgreSQL (``portamem.storage.dialect`` holds thei
 from __future__ import annotations
 
 import json
+import logging
 import zlib
 from contextlib import contextmanager
 import threading
@@ -38,6 +39,8 @@ from .schema import (
 )
 
 __all__ = ["RecordStore"]
+
+_log = logging.getLogger(__name__)
 
 #: the working window's hot statements on SQLite (``fast``)
 _ADD_TURN = ("INSERT INTO turns (tenant_id, user_id, session_id, user_text, assistant_text, created_at, metadata) "
@@ -122,6 +125,21 @@ class RecordStore:
         if self.is_sqlite:
             with self.engine.connect() as conn:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def scrub_log(self) -> bool:
+        """After a commit that erased text: SQLite's write-ahead log still holds the pages as they were
+        before it (a file-level backup would copy them), so the log is copied back into the database,
+        whose freed bytes ``secure_delete`` zeroed, and truncated to nothing (TRUNCATE waits for readers,
+        up to the busy timeout). False when a reader kept part of it; PostgreSQL: nothing to do here
+        (its own log and dead tuples are the server's: docs/security.md)."""
+        if not self.is_sqlite:
+            return True
+        with self.engine.connect() as conn:
+            busy, log, copied = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+        if busy:
+            _log.warning("the write-ahead log was not truncated after an erasure (a reader held %d of %d pages); "
+                         "the next checkpoint copies them", log - copied, log)
+        return not busy
 
     def committed(self) -> None:
         """Return once no write transaction of this process is open (one in progress has committed or

@@ -25,7 +25,7 @@ from ..errors import ContentTooLongError, ValidationError
 from ..filters import SearchFilters
 from ..pipeline import WriteContext
 from ..plugins import Hooks
-from ..records import DEFAULT_TRUST, SYSTEM_METADATA_KEYS, MemoryType, Source, Trust
+from ..records import DEFAULT_TRUST, SYSTEM_METADATA_KEYS, SYSTEM_NAMESPACE, MemoryType, Source, Trust
 from .requests import MemoryDraft
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "check_enum",
     "check_draft",
     "check_key",
+    "check_namespace",
     "join_namespace",
     "SEPARATOR",
     "check_turn",
@@ -343,6 +344,16 @@ def join_namespace(namespace: Any, *, max_chars: int = 1024) -> str:
     return joined
 
 
+def check_namespace(joined: str) -> str:
+    """A caller's key namespace (joined), refused with ``ValidationError`` when it is portamem's own
+    (``portamem.records.SYSTEM_NAMESPACE`` or below it), as its system metadata keys are (:func:`check_provenance`)."""
+    if joined == SYSTEM_NAMESPACE or joined.startswith(SYSTEM_NAMESPACE + SEPARATOR):
+        raise ValidationError(f"key namespace {joined!r} is portamem's own: it writes the keys under "
+                              f"{SYSTEM_NAMESPACE!r} itself (a habit of the maintainer, say; "
+                              "portamem.records.SYSTEM_NAMESPACE); use another namespace")
+    return joined
+
+
 def check_key(key: Any, *, max_chars: int) -> str:
     """A memory's external key: a non-empty text within ``max_chars``."""
     if isinstance(key, str) and not key:
@@ -354,7 +365,8 @@ def check_draft(settings: Settings, draft: Any, *, bounded: bool = True) -> Memo
     """A draft with every field checked and normalised (enums, a JSON copy of metadata, an aware time).
 
     ``bounded`` as in :func:`check_json`: summaries, entities and metadata of caller input are bounded,
-    and caller metadata may not set the keys the write path owns (:func:`check_provenance`).
+    caller metadata may not set the keys the write path owns (:func:`check_provenance`), nor a caller's
+    key fall in portamem's own namespace (:func:`check_namespace`).
     """
     if not isinstance(draft, MemoryDraft):
         raise ValidationError(f"expected a MemoryDraft, got {_describe(draft)}")
@@ -369,8 +381,11 @@ def check_draft(settings: Settings, draft: Any, *, bounded: bool = True) -> Memo
     summary = check_summary(settings, draft.summary, bounded=bounded)
     entities = check_entities(settings, draft.entities, bounded=bounded)
     metadata = check_json(settings, "metadata", draft.metadata, bounded=bounded)
+    namespace = draft.key_namespace if draft.key is None else join_namespace(draft.key_namespace)
     if bounded:
         check_provenance("metadata", metadata)
+        if draft.key is not None:
+            check_namespace(namespace)
     return replace(
         draft,
         content=check_content(settings, draft.content),
@@ -385,7 +400,7 @@ def check_draft(settings: Settings, draft: Any, *, bounded: bool = True) -> Memo
         metadata=metadata,
         created_at=check_datetime("created_at", draft.created_at),
         key=None if draft.key is None else check_key(draft.key, max_chars=settings.max_id_chars),
-        key_namespace=draft.key_namespace if draft.key is None else join_namespace(draft.key_namespace),
+        key_namespace=namespace,
     )
 
 

@@ -204,7 +204,7 @@ def test_a_filter_is_applied_before_ranking(memory: Memory) -> None:
     hits = store.search(ALICE, query="packing list for the ski trip", filter={"year": 2031}, limit=3)
     assert [h.key for h in hits] == ["dentist"] and hits[0].score  # ranked, not appended unscored
     assert [h.key for h in store.search(ALICE, query="ski trip", filter={"owner": {"team": "core"}})] == ["dentist"]
-    assert [h.key for h in store.search(ALICE, query="ski trip", filter={"owner.team": "core"})] == ["dentist"]
+    assert store.search(ALICE, query="ski trip", filter={"owner.team": "core"}) == []  # a literal key, as LangGraph's
     assert {h.key for h in store.search(ALICE, filter={"year": {"$gte": 2022, "$lt": 2031}}, limit=20)} \
         == {f"trip-{i}" for i in range(2, 12, 3)}
     assert {h.key for h in store.search(ALICE, filter={"year": {"$ne": 2020}}, query="trip", limit=20)} \
@@ -213,3 +213,45 @@ def test_a_filter_is_applied_before_ranking(memory: Memory) -> None:
     store.put(ALICE, "tea", {"content": "Alice drinks jasmine tea.", "tags": ["drink", "tea"]})
     assert [h.key for h in store.search(ALICE, filter={"tags": ["drink", "tea"]})] == ["tea"]
     assert store.search(ALICE, filter={"tags": ["tea"]}) == []
+
+
+#: items whose keys hold dots, nest, or both; and filters naming them every way
+DOTTED_ITEMS = {
+    "flat": {"content": "Dotted keys, flat", "owner.team": "core", "v": 1},
+    "nested": {"content": "Dotted keys, nested", "owner": {"team": "core"}, "v": 2},
+    "both": {"content": "Dotted keys, both", "owner.team": "ops", "owner": {"team": "core", "a.b": 3}, "v": 3},
+    "deep": {"content": "Dotted keys, deep", "owner": {"team": {"name": "core"}}, "a.b": {"c": 1}},
+}
+DOTTED_FILTERS = [
+    {"owner.team": "core"}, {"owner.team": "ops"}, {"owner": {"team": "core"}}, {"owner.team": {"$eq": "core"}},
+    {"owner.team": {"$ne": "core"}}, {"owner": {"a.b": 3}}, {"a.b": {"c": 1}}, {"a.b.c": 1},
+    {"owner.team.name": "core"}, {"owner": {"team": {"name": "core"}}}, {"v": 2}, {"owner.team": None},
+]
+
+
+@pytest.mark.parametrize("flt", DOTTED_FILTERS, ids=str)
+def test_a_dotted_filter_key_means_what_it_means_in_langgraphs_own_store(memory: Memory, flt: dict) -> None:
+    """A filter key is a literal key of the value in LangGraph's stores: ``{"owner.team": ...}`` matches
+    an item whose value has the key ``"owner.team"``, never ``{"owner": {"team": ...}}``; the same
+    items put into ``InMemoryStore`` and into ``PortamemStore`` answer every filter alike, with a query
+    and without."""
+    from langgraph.store.memory import InMemoryStore
+
+    ours, theirs = PortamemStore(memory), InMemoryStore()
+    for key, value in DOTTED_ITEMS.items():
+        ours.put(ALICE, key, value)
+        theirs.put(ALICE, key, value)
+    want = sorted(h.key for h in theirs.search(ALICE, filter=flt, limit=20))
+    assert sorted(h.key for h in ours.search(ALICE, filter=flt, limit=20)) == want
+    assert sorted(h.key for h in ours.search(ALICE, query="dotted keys", filter=flt, limit=20)) == want
+
+
+def test_the_largest_filter_the_validator_accepts_runs(memory: Memory) -> None:
+    """An ``$in`` of 1000 values (the validator's maximum) reaches SQLite as one membership test: it
+    raised 'Expression tree is too large' through the store, with a query and without."""
+    store = PortamemStore(memory)
+    store.put(ALICE, "a", {"content": "Project notes for apollo", "project": "p999"})
+    store.put(ALICE, "b", {"content": "Project notes for gemini", "project": "x"})
+    flt = {"project": {"$in": [f"p{i}" for i in range(1000)]}}
+    assert [h.key for h in store.search(ALICE, filter=flt)] == ["a"]
+    assert [h.key for h in store.search(ALICE, query="project notes", filter=flt)] == ["a"]
