@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-import tempfile
 
 from agentscope.agent import Agent
 from agentscope.message import Msg, UserMsg
 from agentscope.model import ChatModelBase
 from agentscope.tool import Toolkit
-from offline_models import MODEL_ENV, offline_answer
+from offline_models import MODEL_ENV, offline_answer, two_runs
 from portamem_agentscope import PortamemMiddleware
 from portamem_agentscope.testing import ScriptedChatModel
 
@@ -54,12 +52,5 @@ async def ask(memory: Memory, question: str, session: str) -> str:
     return reply.get_text_content() or ""
 
 
-async def main(path: str) -> None:
-    with Memory(path) as memory:
-        print("run 1 bot:", await ask(memory, "Remember that I am allergic to peanuts.", "monday"))
-    with Memory(path) as memory:  # reopened: a later run, another session
-        print("run 2 bot:", await ask(memory, "Can I eat peanut butter?", "tuesday"))
-
-
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="portamem-agentscope-")))
+    asyncio.run(two_runs(ask, "agentscope"))

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-import tempfile
 from typing import Any
 
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms.mock import MockFunctionCallingLLM
-from offline_models import MODEL_ENV, offline_answer
+from offline_models import MODEL_ENV, offline_answer, two_runs
 from portamem_llamaindex import PortamemMemory, PortamemToolSpec
 
 from portamem import Memory
@@ -52,12 +50,5 @@ async def ask(memory: Memory, question: str, session: str) -> str:
     return str(await agent.run(user_msg=question, memory=PortamemMemory(memory, user_id=USER, session_id=session)))
 
 
-async def main(path: str) -> None:
-    with Memory(path) as memory:
-        print("run 1 bot:", await ask(memory, "Remember that I am allergic to peanuts.", "monday"))
-    with Memory(path) as memory:  # reopened: a later run, another session
-        print("run 2 bot:", await ask(memory, "Can I eat peanut butter?", "tuesday"))
-
-
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="portamem-llamaindex-")))
+    asyncio.run(two_runs(ask, "llamaindex"))

@@ -14,8 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
+import tempfile
 import urllib.request
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+from portamem import Memory
 
 MODEL_ENV = "PORTAMEM_EXAMPLE_MODEL"
 
@@ -75,3 +80,13 @@ def chat_model() -> Any:
             return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
 
     return OfflineChatModel()
+
+
+async def two_runs(ask: Callable[[Memory, str, str], Awaitable[str]], name: str) -> None:
+    """The agent examples' two runs on the store named on the command line (a new one otherwise): run 1
+    says a fact, run 2 reopens the store in another session and asks what needs it."""
+    path = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix=f"portamem-{name}-")
+    with Memory(path) as memory:
+        print("run 1 bot:", await ask(memory, "Remember that I am allergic to peanuts.", "monday"))
+    with Memory(path) as memory:  # reopened: a later run, another session
+        print("run 2 bot:", await ask(memory, "Can I eat peanut butter?", "tuesday"))

@@ -15,6 +15,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# CrewAI offline (its own suite and the switching matrix's child that drives it): no telemetry, no tracing prompt
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 # the embedded vector index inline: a child process per store costs about 0.8 s to start, and the suites
 # open thousands; tests/core/test_index_process.py and the switching env (tox.ini) run the child
 os.environ.setdefault("PORTAMEM_VECTOR_PROCESS", "inline")

@@ -15,6 +15,7 @@ from agentscope.agent import Agent  # noqa: E402
 from agentscope.message import UserMsg  # noqa: E402
 from agentscope.state import AgentState  # noqa: E402
 from agentscope.tool import ToolBase, ToolChunk  # noqa: E402
+from portamem_conformance.driver import AsyncFirstDriver  # noqa: E402
 
 from portamem import Memory  # noqa: E402
 from portamem.embedding.embedders import Embedder  # noqa: E402
@@ -40,11 +41,10 @@ async def _call(tool: ToolBase, **kwargs: Any) -> ToolChunk:
     return chunk
 
 
-class AgentScopeDriver:
+class AgentScopeDriver(AsyncFirstDriver):
     """Memories through the middleware's tools, turns through an ``Agent`` reply, history through ``AgentState``."""
 
     name = "agentscope"
-    supports_async = True
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
@@ -57,20 +57,8 @@ class AgentScopeDriver:
     def close(self, handle: _Handle) -> None:
         handle.memory.close()
 
-    def remember(self, handle: _Handle, text: str) -> str:
-        return asyncio.run(self.aremember(handle, text))
-
-    def recall(self, handle: _Handle, query: str, k: int) -> list[str]:
-        return asyncio.run(self.arecall(handle, query, k))
-
-    def forget(self, handle: _Handle, ref: str) -> None:
-        asyncio.run(_call(handle.tools["forget_memory"], memory_ids=[ref]))
-
-    def write_turn(self, handle: _Handle, user_text: str, assistant_text: str) -> None:
-        asyncio.run(self.awrite_turn(handle, user_text, assistant_text))
-
-    def history(self, handle: _Handle) -> list[tuple[str, str]]:
-        return asyncio.run(self.ahistory(handle))
+    async def aforget(self, handle: _Handle, ref: str) -> None:
+        await _call(handle.tools["forget_memory"], memory_ids=[ref])
 
     async def aremember(self, handle: _Handle, text: str) -> str:
         chunk = await _call(handle.tools["add_memory"], thinking="", content=[text])

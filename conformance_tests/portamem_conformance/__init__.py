@@ -21,8 +21,14 @@ onto the framework calls a user would make. Capabilities are split into classes
 
 The switching matrix (``SwitchingTests``) takes two drivers, ``writer`` and ``reader``:
 memory written through one must come back through the other unchanged and ranked the
-same. ``BUILTIN_DRIVERS``, ``load_driver`` and ``ordered_pairs`` build the matrix over
-installed adapters; absent ones are skipped.
+same. ``SharedStoreSwitchingTests`` runs its read-only contracts for one writer and many
+readers on one written store; ``RelaySwitchingTests`` passes one conversation along a chain of
+drivers, and ``relay_chains`` gives chains that take every ordered pair once. ``BUILTIN_DRIVERS``
+is the matrix's registry (one entry per adapter); ``matrix_driver``, ``matrix_drivers`` and
+``ordered_pairs`` build the matrix over installed adapters (absent ones are skipped),
+``PORTAMEM_SWITCHING_FRAMEWORKS`` narrows it. A framework that cannot be installed beside the
+others (``OTHER_ENVS``) is driven in a child process run by its own environment's interpreter
+(``PORTAMEM_FRAMEWORK_PYTHONS``, ``portamem_conformance.child``).
 
 The tests need a real embedder; pass a session-scoped one to your driver to load it once.
 Importing this package registers its modules for pytest's assertion rewriting, so failures

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["MemoryDriver", "ROLES"]
+__all__ = ["MemoryDriver", "ROLES", "AsyncFirstDriver"]
 
 #: the neutral roles ``history`` reports, whatever the framework calls them
 ROLES = ("user", "assistant")
@@ -80,3 +81,42 @@ class MemoryDriver(Protocol):
     async def ahistory(self, handle: Any) -> list[tuple[str, str]]:
         """Async twin of ``history``."""
         ...
+
+
+class AsyncFirstDriver:
+    """Base of a driver for an async-only framework: each sync action runs its async twin.
+
+    A subclass sets ``name``, writes ``open``, ``close``, the ``a*`` actions and ``aforget``.
+    """
+
+    supports_async = True
+
+    def remember(self, handle: Any, text: str) -> str:
+        return asyncio.run(self.aremember(handle, text))
+
+    def recall(self, handle: Any, query: str, k: int) -> list[str]:
+        return asyncio.run(self.arecall(handle, query, k))
+
+    def forget(self, handle: Any, ref: str) -> None:
+        asyncio.run(self.aforget(handle, ref))
+
+    def write_turn(self, handle: Any, user_text: str, assistant_text: str) -> None:
+        asyncio.run(self.awrite_turn(handle, user_text, assistant_text))
+
+    def history(self, handle: Any) -> list[tuple[str, str]]:
+        return asyncio.run(self.ahistory(handle))
+
+    async def aremember(self, handle: Any, text: str) -> str:
+        raise NotImplementedError
+
+    async def arecall(self, handle: Any, query: str, k: int) -> list[str]:
+        raise NotImplementedError
+
+    async def aforget(self, handle: Any, ref: str) -> None:
+        raise NotImplementedError
+
+    async def awrite_turn(self, handle: Any, user_text: str, assistant_text: str) -> None:
+        raise NotImplementedError
+
+    async def ahistory(self, handle: Any) -> list[tuple[str, str]]:
+        raise NotImplementedError

@@ -15,7 +15,7 @@ from typing import Any
 
 from .driver import MemoryDriver
 
-__all__ = ["run_in_subprocess", "driver_locator"]
+__all__ = ["run_in_subprocess", "driver_locator", "build_driver"]
 
 
 def driver_locator(driver: MemoryDriver) -> str:
@@ -36,13 +36,19 @@ def run_in_subprocess(driver: MemoryDriver, path: Path, job: dict[str, Any], tim
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _main() -> None:
-    job = json.loads(sys.stdin.read())
-    module, _, qualname = job["driver"].partition(":")
+def build_driver(locator: str) -> MemoryDriver:
+    """The driver ``module:Class`` names, built with no arguments (the protocol's rule)."""
+    module, _, qualname = locator.partition(":")
     obj: Any = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
     driver: MemoryDriver = obj()
+    return driver
+
+
+def _main() -> None:
+    job = json.loads(sys.stdin.read())
+    driver = build_driver(job["driver"])
     handle = driver.open(Path(job["path"]), **job["scope"])
     try:
         for text in job.get("remember", []):

@@ -455,6 +455,12 @@ class RemoteMemory:
         params = {"user_id": user_id, **({} if session_id is None else {"session_id": session_id})}
         return _Call("DELETE", "/v1/context", params=params, decode=lambda _: None)
 
+    def _pop_turn(self, *, user_id: str, session_id: str = "default", tenant_id: str | None = None) -> _Call:
+        """Take the newest turn out of the session's working window and return it (None when it is empty)."""
+        self._tenant(tenant_id)
+        return _Call("POST", "/v1/turns/pop", {"user_id": user_id, "session_id": session_id},
+                     decode=lambda b: None if b["turn"] is None else wire.load_turn(b["turn"]))
+
     def _archive_messages(self, messages: Iterable[Message], *, user_id: str, session_id: str = "default",
                           tenant_id: str | None = None) -> _Call:
         """Compress messages that left a framework's own window into one episodic memory (or None)."""
@@ -531,6 +537,7 @@ class RemoteMemory:
     add_turn, aadd_turn = _twins(_add_turn)
     context, acontext = _twins(_context)
     clear_context, aclear_context = _twins(_clear_context)
+    pop_turn, apop_turn = _twins(_pop_turn)
     archive_messages, aarchive_messages = _twins(_archive_messages)
     audit_scan, aaudit_scan = _twins(_audit_scan)
     get_by_key, aget_by_key = _twins(_get_by_key)

@@ -6,6 +6,7 @@ __all__ = [
     "PortamemError",
     "ValidationError",
     "ContentTooLongError",
+    "UnsupportedContentError",
     "NotFoundError",
     "StoreError",
     "StoreOpenError",
@@ -43,6 +44,15 @@ class ValidationError(PortamemError, ValueError):
 
 class ContentTooLongError(ValidationError):
     """Memory content exceeds ``Settings.max_content_chars``."""
+
+
+class UnsupportedContentError(ValidationError):
+    """Content of a kind portamem does not keep as a memory (an image, raw bytes); ``mime_type`` names it.
+    A memory is text (plain, Markdown, or JSON kept as its text); store a description of the image instead."""
+
+    def __init__(self, message: str, mime_type: str) -> None:
+        super().__init__(message)
+        self.mime_type = mime_type
 
 
 class NotFoundError(PortamemError, KeyError):

@@ -652,6 +652,21 @@ class Memory:
         with self.store.transaction() as conn:
             self.store.clear_turns(conn, tenant_id, user_id, session_id)
 
+    def pop_turn(self, *, user_id: str, session_id: str = "default", tenant_id: str | None = None) -> Turn | None:
+        """Take the newest turn out of the session's working window, without writing episodic memory, and
+        return it (None when the window is empty): an undo of the last exchange. What the turn's
+        write-triggers captured as memories stays; forget those by id."""
+        self._check_open()
+        user_id = self._user(user_id)
+        tenant_id = self._tenant(tenant_id)
+        session_id = check.check_id(self.settings, "session_id", session_id)
+        with self.store.transaction() as conn:
+            turns = self.store.turns(tenant_id, user_id, session_id, conn)
+            if not turns:
+                return None
+            self.store.drop_turns(conn, [turns[-1].seq])
+        return turns[-1]
+
     # ------------------------------------------------------------------ export / import
     def export(
         self,
@@ -801,6 +816,7 @@ class Memory:
     aadd_turn = _async_twin(add_turn)
     acontext = _async_twin(context)
     aclear_context = _async_twin(clear_context)
+    apop_turn = _async_twin(pop_turn)
     aend_idle_sessions = _async_twin(end_idle_sessions)
     aupdate_memory = _async_twin(update_memory)
     aset_tier = _async_twin(set_tier)

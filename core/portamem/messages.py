@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
-from .write.validation import check_datetime, check_flag, check_id, check_tenant, check_text
+from .write.validation import check_datetime, check_flag, check_id, check_provenance, check_tenant, check_text
 from .write.window import MESSAGES_KEY
 from .records import MemoryRecord, Turn, from_iso, to_iso
 
@@ -28,6 +28,8 @@ __all__ = [
     "aarchive_messages",
     "window_messages",
     "awindow_messages",
+    "pop_message",
+    "apop_message",
 ]
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -134,6 +136,9 @@ def _check_messages(
     for m in items:
         if not isinstance(m, Message):
             raise ValidationError(f"expected portamem.messages.Message, got {type(m).__name__}")
+        # a turn's and an episode's metadata quote the messages': portamem's own keys are refused there
+        # as in a turn's metadata (add_turn, POST /v1/turns)
+        check_provenance("message metadata", m.metadata)
     return items, tenant
 
 
@@ -210,6 +215,28 @@ def window_messages(
     return [m for turn in turns for m in turn_messages(turn)]
 
 
+def pop_message(
+    memory: Memory,
+    open_turn: Sequence[Message],
+    *,
+    user_id: str,
+    session_id: str = "default",
+    tenant_id: str | None = None,
+) -> tuple[Message | None, list[Message]]:
+    """Take the session's newest message out: the last of ``open_turn`` (messages of a turn not finished
+    yet, kept by the caller) when there is one, else the last of the window's newest turn, which leaves
+    the window (``Memory.pop_turn``) and whose other messages become the open turn.
+
+    Returns the message (None when the session holds none) and the open turn as it now stands.
+    """
+    rest = list(open_turn)
+    if rest:
+        return rest.pop(), rest
+    turn = memory.pop_turn(user_id=user_id, session_id=session_id, tenant_id=tenant_id)
+    rest = turn_messages(turn) if turn is not None else []
+    return (rest.pop() if rest else None), rest
+
+
 async def aadd_messages(
     memory: Memory,
     messages: Iterable[Message],
@@ -244,4 +271,18 @@ async def awindow_messages(
     """Async twin of :func:`window_messages` (runs it in a worker thread)."""
     return await asyncio.to_thread(
         window_messages, memory, user_id=user_id, session_id=session_id, tenant_id=tenant_id
+    )
+
+
+async def apop_message(
+    memory: Memory,
+    open_turn: Sequence[Message],
+    *,
+    user_id: str,
+    session_id: str = "default",
+    tenant_id: str | None = None,
+) -> tuple[Message | None, list[Message]]:
+    """Async twin of :func:`pop_message` (runs it in a worker thread)."""
+    return await asyncio.to_thread(
+        pop_message, memory, list(open_turn), user_id=user_id, session_id=session_id, tenant_id=tenant_id
     )

@@ -13,6 +13,7 @@ from portamem.messages import (
     aadd_messages,
     add_messages,
     archive_messages,
+    pop_message,
     split_turns,
     turn_messages,
     window_messages,
@@ -59,6 +60,33 @@ def test_a_whole_transcript_again_adds_only_the_new_turns(memory: Memory) -> Non
 async def test_async_twin_writes_the_same(memory: Memory) -> None:
     assert await aadd_messages(memory, _exchange(1), user_id="alice", session_id="s") == []
     assert [m.text for m in window_messages(memory, user_id="alice", session_id="s")] == ["question 1", "answer 1"]
+
+
+def test_popping_takes_the_newest_message_and_leaves_the_rest_of_its_turn_open(memory: Memory) -> None:
+    add_messages(memory, _exchange(1) + _exchange(2), user_id="u")
+    last, open_turn = pop_message(memory, [], user_id="u")
+    assert last is not None and (last.id, [m.id for m in open_turn]) == ("a2", ["u2"])
+    assert [m.id for m in window_messages(memory, user_id="u")] == ["u1", "a1"]
+    last, open_turn = pop_message(memory, open_turn, user_id="u")
+    assert last is not None and last.id == "u2" and open_turn == []
+    assert [m.id for m in window_messages(memory, user_id="u")] == ["u1", "a1"]
+
+
+def test_popping_an_empty_session_gives_nothing_and_touches_no_other_session(memory: Memory) -> None:
+    add_messages(memory, _exchange(1), user_id="u", session_id="other")
+    assert pop_message(memory, [], user_id="u") == (None, [])
+    assert memory.pop_turn(user_id="u") is None
+    popped = memory.pop_turn(user_id="u", session_id="other")
+    assert popped is not None and popped.user == "question 1"
+    assert memory.context(user_id="u", session_id="other") == []
+
+
+def test_popping_a_turn_writes_no_episode(memory: Memory) -> None:
+    memory.add_turn("hello", "hi", user_id="u")
+    before = len(memory.list_memories(user_id="u"))
+    assert memory.pop_turn(user_id="u") is not None
+    memory.flush()
+    assert len(memory.list_memories(user_id="u")) == before
 
 
 def test_a_turn_without_messages_is_rebuilt_from_its_text() -> None:

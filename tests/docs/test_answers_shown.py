@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from portamem.cli import DEMO_QUERIES, main
+from portamem.cli import DEMO_PROMPT_QUESTION, DEMO_QUERIES, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,3 +56,6 @@ def test_every_demo_question_gets_its_answer(tmp_path: Path) -> None:
         block = recall.split(f"? {question}", 1)[1].split("\n? ", 1)[0]
         first = next((line for line in block.splitlines() if re.match(r"^\s+1\. \[", line)), None)
         assert first is not None and answer in first, f"{question!r}: {block.strip()[:300]}"
+    # the next day's prompt shows the order's cancellation first, as what replaced the order
+    prompt = out.getvalue().split(f"{DEMO_PROMPT_QUESTION!r} (recall):\n", 1)[1].splitlines()
+    assert len(prompt) >= 2 and "cancel the mixer order" in prompt[1] and "replaces" in prompt[1], prompt

@@ -44,7 +44,7 @@ def test_readme_links_land() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     """.ci/run runs exactly the test command the README gives a new user, so the two cannot part."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = "python3 -m venv .venv && .venv/bin/pip install tox && .venv/bin/tox"
+    command = "python3 -m venv .venv && .venv/bin/pip install tox && .venv/bin/tox run-parallel"
     assert command in readme
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert command in [line.strip() for line in ci.splitlines()], ".ci/run no longer runs the README's test command"

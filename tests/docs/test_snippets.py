@@ -157,6 +157,7 @@ def test_python_snippet(example: CodeExample, eval_example: EvalExample, in_tmp:
         opened.append(mem)
         module_globals["mem"] = mem
     eval_example.set_config(line_length=120)  # the width at which a printed line is wrapped in the #> comment
+    searches = _recording_searches(monkeypatch)
     failure = None
     try:
         if eval_example.update_examples:
@@ -170,6 +171,48 @@ def test_python_snippet(example: CodeExample, eval_example: EvalExample, in_tmp:
             mem.close()
     if failure:  # outside the except block, so no traceback through the Markdown's lines is chained to it
         pytest.fail(failure, pytrace=False)
+    close = _close_calls(example, searches)
+    assert not close, f"{example}: a shown answer leads the next by less than {SHOWN_MARGIN}: {close}"
+
+
+#: how far a search's first hit must score above its second when the snippet shows that first hit: a
+#: closer call can turn over under another machine's numerics (the LangGraph page once showed
+#: 'allergy' first by 0.0005 and printed 'diet' elsewhere)
+SHOWN_MARGIN = 0.05
+
+
+def _recording_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[Any]]]:
+    """Every ``Memory.search_memory`` the snippet runs in this process: its query and its hits."""
+    from portamem import Memory
+
+    searches: list[tuple[str, list[Any]]] = []
+    search = Memory.search_memory
+
+    def recorded(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        hits = search(self, query, *args, **kwargs)
+        searches.append((query, list(hits)))
+        return hits
+
+    monkeypatch.setattr(Memory, "search_memory", recorded)
+    return searches
+
+
+def _close_calls(example: CodeExample, searches: list[tuple[str, list[Any]]]) -> list[str]:
+    """The searches whose first hit the snippet shows (its text in a ``#>`` line, or its key as one)
+    and whose second hit scores within ``SHOWN_MARGIN`` of it."""
+    shown = [line.strip()[2:].strip() for line in example.source.splitlines() if line.strip().startswith("#>")]
+    out = []
+    for query, hits in searches:
+        if len(hits) < 2:
+            continue
+        top = hits[0].record
+        if not any(top.content in line or (top.key is not None and line == top.key) for line in shown):
+            continue
+        lead = hits[0].score - hits[1].score
+        if lead < SHOWN_MARGIN:
+            out.append(f"{query!r}: {top.key or top.content!r} {hits[0].score:.4f}, next "
+                       f"{hits[1].record.key or hits[1].record.content!r} {hits[1].score:.4f}")
+    return out
 
 
 @pytest.mark.parametrize("snippet", _shell_snippets(), ids=str)

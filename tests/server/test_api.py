@@ -19,7 +19,7 @@ def test_openapi_schema_lists_the_api(server: ServerProcess) -> None:
     for path in ("/v1/memories", "/v1/memories/batch", "/v1/search", "/v1/memories/{memory_id}", "/v1/turns",
                  "/v1/context", "/v1/export", "/v1/import", "/v1/maintain", "/v1/audit",
                  "/v1/memories/{memory_id}/explain", "/v1/memories/forget", "/v1/memories/{memory_id}/reveal",
-                 "/v1/purge", "/v1/reindex"):
+                 "/v1/purge", "/v1/reindex", "/v1/turns/pop"):
         assert path in schema["paths"], path
     assert "tenant_id" not in json.dumps(schema["components"]["schemas"]["SaveRequest"])
 
@@ -70,6 +70,27 @@ def test_working_window_and_explain(remote: RemoteMemory, user: str) -> None:
     assert why.record.content.startswith("Please remember") and why.render()
     remote.clear_context(user_id=user, session_id="chat")
     assert remote.context(user_id=user, session_id="chat") == []
+
+
+def test_pop_turn_takes_the_newest_turn_out_of_the_window(remote: RemoteMemory, user: str) -> None:
+    assert remote.pop_turn(user_id=user, session_id="undo") is None
+    remote.add_turn("东京怎么样？", "春天很美。", user_id=user, session_id="undo")
+    remote.add_turn("And Paris?", "Lovely in May.", user_id=user, session_id="undo")
+    popped = remote.pop_turn(user_id=user, session_id="undo")
+    assert popped is not None and (popped.user, popped.assistant) == ("And Paris?", "Lovely in May.")
+    assert [t.user for t in remote.context(user_id=user, session_id="undo")] == ["东京怎么样？"]
+
+
+async def test_an_openai_agents_session_pops_items_from_a_server(remote: RemoteMemory, user: str) -> None:
+    pytest.importorskip("agents")
+    from portamem_openai_agents import PortamemSession
+
+    session = PortamemSession(remote, user_id=user, session_id="agents")  # type: ignore[arg-type]
+    items = [{"role": "user", "content": "What is my cat called?"}, {"role": "assistant", "content": "Tom."}]
+    await session.add_items(items)
+    assert await session.pop_item() == items[1]
+    assert await remote.acontext(user_id=user, session_id="agents") == []  # the turn left the window
+    assert await session.pop_item() == items[0] and await session.pop_item() is None
 
 
 def test_audit_maintain_export_import(server: ServerProcess, connect: Callable[..., RemoteMemory], user: str) -> None:

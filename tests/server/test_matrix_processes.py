@@ -1,4 +1,5 @@
-"""The switching matrix across processes: four frameworks in four processes at once, against one server.
+"""The switching matrix across processes: a framework per process, all at once, against one server (the
+first registered frameworks, one per fact of ``FACTS``; ``PORTAMEM_SWITCHING_FRAMEWORKS`` chooses others).
 
 Process i writes a fact through framework i while the others run; each then recalls, through its
 own framework, the fact the previous process wrote through another one, unchanged and ranked first.
@@ -13,11 +14,12 @@ import sys
 from pathlib import Path
 
 from portamem_conformance import BUILTIN_DRIVERS, FACTS
+from portamem_conformance.switching import matrix_frameworks
 from portamem_conformance.remote import BASE_ENV, KEYS_ENV, URL_ENV, ServerProcess
 
 
 def test_four_frameworks_in_four_processes_share_one_memory(server: ServerProcess, tmp_path: Path) -> None:
-    names = list(BUILTIN_DRIVERS)
+    names = matrix_frameworks()[: len(FACTS)]  # one fact each: a registry longer than FACTS ran out of facts
     facts = list(FACTS)[: len(names)]
     env = {**os.environ, URL_ENV: server.url, KEYS_ENV: server.db_url}
     env.pop(BASE_ENV, None)

@@ -3,11 +3,11 @@ turns and history through the short-term ``MemoryBase``, as ``ReActAgent`` calls
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentscope.message import Msg
+from portamem_conformance.driver import AsyncFirstDriver
 
 from portamem import Memory
 from portamem.embedding.embedders import Embedder
@@ -28,9 +28,8 @@ class _Handle:
         return PortamemMemory(s.memory, user_id=s.user_id, session_id=s.session_id, tenant_id=s.tenant_id)
 
 
-class AgentScope1Driver:
+class AgentScope1Driver(AsyncFirstDriver):
     name = "agentscope1"
-    supports_async = True
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
@@ -42,20 +41,8 @@ class AgentScope1Driver:
     def close(self, handle: _Handle) -> None:
         handle.long_term.scope.memory.close()
 
-    def remember(self, handle: _Handle, text: str) -> str:
-        return asyncio.run(self.aremember(handle, text))
-
-    def recall(self, handle: _Handle, query: str, k: int) -> list[str]:
-        return asyncio.run(self.arecall(handle, query, k))
-
-    def forget(self, handle: _Handle, ref: str) -> None:
-        asyncio.run(handle.long_term.forget_from_memory([ref]))
-
-    def write_turn(self, handle: _Handle, user_text: str, assistant_text: str) -> None:
-        asyncio.run(self.awrite_turn(handle, user_text, assistant_text))
-
-    def history(self, handle: _Handle) -> list[tuple[str, str]]:
-        return asyncio.run(self.ahistory(handle))
+    async def aforget(self, handle: _Handle, ref: str) -> None:
+        await handle.long_term.forget_from_memory([ref])
 
     async def aremember(self, handle: _Handle, text: str) -> str:
         response = await handle.long_term.record_to_memory(thinking="", content=[text])

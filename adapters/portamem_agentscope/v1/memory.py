@@ -30,12 +30,16 @@ class PortamemMemory(InMemoryMemory):
         super().__init__()
         self.scope = Scope(memory, user_id, session_id, tenant_id)
         self._loaded = False
+        #: ids of the messages read from the window: never recorded again (another framework's turns carry
+        #: no message ids, so the window could not tell them from new ones)
+        self._from_window: set[str] = set()
 
     async def _load(self) -> None:
         if self._loaded:
             return
         self._loaded = True
         stored = to_msgs(await self.scope.window())
+        self._from_window |= {m.id for m in stored}
         known = {m.id for m, _ in self.content}
         self.content[:0] = [(m, []) for m in stored if m.id not in known]
 
@@ -44,7 +48,7 @@ class PortamemMemory(InMemoryMemory):
         await self._load()
         await super().add(memories, marks, allow_duplicates=allow_duplicates, **kwargs)
         # the window skips what it holds already and keeps an unfinished turn out until its reply
-        await self.scope.record(conversation(self.content))
+        await self.scope.record(conversation([(m, marks) for m, marks in self.content if m.id not in self._from_window]))
 
     async def get_memory(self, mark: str | None = None, exclude_mark: str | None = None,
                          prepend_summary: bool = True, **kwargs: Any) -> list[Msg]:

@@ -40,6 +40,7 @@ import type {
   SaveRequest,
   SearchHit,
   SearchRequest,
+  SessionRequest,
   SetTierRequest,
   Stats,
   StatsQuery,
@@ -520,6 +521,14 @@ export class PortamemClient {
   /** Append a turn to the session's working window; returns the memories it wrote. */
   async addTurn(body: TurnRequest, opts?: RequestOptions): Promise<MemoryRecord[]> {
     return (await this.json<{ memories: MemoryRecord[] }>({ method: "POST", path: "/v1/turns", json: body }, opts)).memories;
+  }
+
+  /**
+   * Take the newest turn out of the session's working window, without writing episodic memory (an undo of
+   * the last exchange, as the OpenAI Agents SDK's `Session.pop_item` asks); null when the window is empty.
+   */
+  async popTurn(body: SessionRequest, opts?: RequestOptions): Promise<Turn | null> {
+    return (await this.json<{ turn: Turn | null }>({ method: "POST", path: "/v1/turns/pop", json: body }, opts)).turn;
   }
 
   /** The turns in the session's working window, oldest first. */

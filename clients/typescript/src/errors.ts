@@ -37,6 +37,11 @@ export class PortamemError extends Error {
 export class ValidationError extends PortamemError {}
 /** Memory content exceeds the server's `max_content_chars`. */
 export class ContentTooLongError extends ValidationError {}
+/**
+ * Content of a kind portamem does not keep as a memory (an image, raw bytes): a memory is text (plain,
+ * Markdown, or JSON kept as its text). Nothing was written; store a description of the image instead.
+ */
+export class UnsupportedContentError extends ValidationError {}
 /** A memory id (or key) does not exist for this tenant and user, or is outside the key's scope (HTTP 404). */
 export class NotFoundError extends PortamemError {}
 /** The record store or the vector index failed (HTTP 503). */
@@ -112,6 +117,7 @@ export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.freeze
   PortamemError,
   ValidationError,
   ContentTooLongError,
+  UnsupportedContentError,
   NotFoundError,
   StoreError,
   StoreOpenError,

@@ -33,6 +33,8 @@ export type UserRequest = Schemas["UserRequest"];
 export type RefreshRequest = Schemas["RefreshRequest"];
 export type UpdateRequest = Schemas["UpdateRequest"];
 export type TurnRequest = Schemas["TurnRequest"];
+/** One session of one user (`popTurn`). */
+export type SessionRequest = Schemas["SessionRequest"];
 export type ArchiveRequest = Omit<Schemas["ArchiveRequest"], "messages"> & { messages: NeutralMessage[] };
 export type AuditRequest = Schemas["AuditRequest"];
 export type MaintainRequest = Schemas["MaintainRequest"];

@@ -289,8 +289,16 @@ describe("working window", () => {
     assert.ok(turns[1]!.seq > turns[0]!.seq);
     assert.deepEqual(await mem.context({ user_id: user, session_id: "other" }), []);
 
+    const popped = await mem.popTurn({ user_id: user, session_id: "chat-1" });
+    assert.deepEqual([popped?.user, popped?.assistant], ["Can you ship it to Lisbon?", "Yes."]);
+    assert.deepEqual(
+      (await mem.context({ user_id: user, session_id: "chat-1" })).map((t) => t.user),
+      ["My order number is ORD-58213."],
+    );
+
     await mem.clearContext({ user_id: user, session_id: "chat-1" });
     assert.deepEqual(await mem.context({ user_id: user, session_id: "chat-1" }), []);
+    assert.equal(await mem.popTurn({ user_id: user, session_id: "chat-1" }), null);
   });
 
   test("messages that left a framework's window are archived as one episodic memory", async () => {

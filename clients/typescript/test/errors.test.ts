@@ -20,6 +20,7 @@ import {
   PortamemError,
   StoreError,
   StoreUnreachableError,
+  UnsupportedContentError,
   ValidationError,
   errorFromResponse,
   type RetryEvent,
@@ -71,6 +72,7 @@ describe("error classes", () => {
     ]);
     assert.deepEqual(Object.keys(ERROR_CLASSES).sort(), (JSON.parse(stdout) as string[]).sort());
     assert.ok(new ContentTooLongError("x") instanceof ValidationError);
+    assert.ok(new UnsupportedContentError("x") instanceof ValidationError);
     assert.ok(new OverloadedError("x") instanceof StoreError);
     assert.ok(new IndexingTimeoutError("x") instanceof StoreError);
     assert.ok(new StoreUnreachableError("x") instanceof StoreError);

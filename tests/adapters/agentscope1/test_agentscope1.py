@@ -80,6 +80,15 @@ async def test_finished_turns_reach_the_window_without_hints(memory: Memory) -> 
     assert await PortamemMemory(memory, user_id="alice", session_id="s1").size() == 0
 
 
+async def test_a_conversation_another_framework_began_goes_on_without_being_written_twice(memory: Memory) -> None:
+    memory.add_turn("I live in Lyon.", "Lovely city!", user_id="alice", session_id="s1")  # plain text: no message ids
+    short = PortamemMemory(memory, user_id="alice", session_id="s1")
+    await short.add(Msg("alice", "And my cat is called Tom.", "user"))
+    await short.add(Msg("Friday", "Noted.", "assistant"))
+    assert [m.text for m in window_messages(memory, user_id="alice", session_id="s1")] == [
+        "I live in Lyon.", "Lovely city!", "And my cat is called Tom.", "Noted."]
+
+
 async def test_state_dict_round_trip(memory: Memory) -> None:
     short = PortamemMemory(memory, user_id="alice")
     await short.add([Msg("alice", "hi", "user"), Msg("Friday", "hello", "assistant")])

@@ -496,6 +496,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/turns/pop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pop Turn
+         * @description Take the newest turn out of the session's working window, without writing episodic memory: an undo
+         *     of the last exchange. Returns it, or null when the window is empty.
+         */
+        post: operations["pop_turn_v1_turns_pop_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/context": {
         parameters: {
             query?: never;
@@ -920,6 +941,19 @@ export interface components {
             debug?: boolean;
             /** Tiers */
             tiers?: components["schemas"]["Tier"][] | null;
+        };
+        /**
+         * SessionRequest
+         * @description One session of one user (``POST /v1/turns/pop``).
+         */
+        SessionRequest: {
+            /** User Id */
+            user_id: string;
+            /**
+             * Session Id
+             * @default default
+             */
+            session_id?: string;
         };
         /**
          * Source
@@ -2307,6 +2341,59 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TurnRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description PayloadTooLargeError: the body is larger than the server takes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description HostNotAllowedError: a Host the server does not answer to */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["_ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    pop_turn_v1_turns_pop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionRequest"];
             };
         };
         responses: {
