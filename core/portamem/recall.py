@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 from .language.entities import extract_entities, normalize_entity
 from .pipeline import Preload
 from .plugins import Hooks, get_plugin_manager
+from .read.asof import asked_period, held_then
 from .read.current import asks_past
 from .read.preload import TASKS, pick, preload_query, task_words
 from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
 from .filters import SearchFilters, for_agent
-from .records import EARLIER_KEY, OUTDATED_KEY, SearchHit, Status, Tier
+from .records import EARLIER_KEY, OUTDATED_KEY, SearchHit, Status, Tier, utcnow
 from .write.validation import check_id
 
 if TYPE_CHECKING:
@@ -91,7 +92,9 @@ def recall(
     shown = list(shown)
     scoped = for_agent(SearchFilters.coerce(filters), agent_id)
     filters = None if filters is None and agent_id is None else scoped
-    if isinstance(query, str) and asks_past(query) and scoped.statuses == (Status.ACTIVE,):
+    # "where did I live in March?": the value that held then, over the current one (portamem.read.asof)
+    period = asked_period(query, now or utcnow()) if isinstance(query, str) else None
+    if isinstance(query, str) and (asks_past(query) or period is not None) and scoped.statuses == (Status.ACTIVE,):
         # "who was my manager before?": the values a newer statement retired answer it too, marked
         scoped = filters = dataclasses.replace(scoped, statuses=(Status.ACTIVE, Status.SUPERSEDED))
     admits = scoped.admits  # a linked, preloaded or reused line is shown only where a search would show it
@@ -100,7 +103,10 @@ def recall(
     if ASKS_HABIT.search(query):  # "what do I usually order?": the habit that stands for the hits found
         hits = _with_linked(memory, hits, user_id, tenant_id, _abstracted_into, "abstract", admits)
     hits = _with_linked(memory, hits, user_id, tenant_id, _outdated_by, CURRENT, admits)
-    hits = for_prompt(hits, margin=settings.prompt_margin, min_evidence=settings.prompt_min_evidence, query=query)
+    if period is not None:
+        hits = held_then(hits, period)
+    hits = for_prompt(hits, margin=settings.prompt_margin, min_evidence=settings.prompt_min_evidence, query=query,
+                      as_of=period is not None)
     if not settings.preload:
         return hits
     task = (tenant_id, user_id, session_id, agent_id)

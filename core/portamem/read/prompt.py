@@ -95,17 +95,20 @@ REPLACED_CHARS = 120
 
 
 def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: float = 0.0,
-               query: str | None = None) -> list[SearchHit]:
+               query: str | None = None, as_of: bool = False) -> list[SearchHit]:
     """The hits that bear on the question, in their order: a newer hit that says what changed outdates
     an older one about the same thing (the prompt shows the current value only); with ``query``, a
     question that asks for an amount or a date keeps only the latest hit giving one about the same thing
     (``portamem.read.current``); and a hit below ``margin`` times the best remaining hit's score, or
     whose query evidence (vector, keyword, entity) is below ``min_evidence`` of its most, is left out
-    (``Settings.prompt_margin``, ``prompt_min_evidence``; ``recall`` applies them)."""
+    (``Settings.prompt_margin``, ``prompt_min_evidence``; ``recall`` applies them). With ``as_of`` (a
+    question about a past period, ``portamem.read.asof``) every line about a thing stays on its own, in
+    the order given: the one that held then first, the later ones after it, marked."""
     asked = content_words(query) if query else None
-    kind = asked_kind(query) if query else None
-    past = bool(query and asks_past(query))
-    outdater = {h.memory_id: next((o for o in hits if _outdates(o, h, asked, kind)), None) for h in hits}
+    kind = asked_kind(query) if query and not as_of else None
+    past = as_of or bool(query and asks_past(query))
+    outdater = {h.memory_id: None if as_of else next((o for o in hits if _outdates(o, h, asked, kind)), None)
+                for h in hits}
     by: dict[str, list[SearchHit]] = {}  # kept hit -> the older hits it outdates, directly or down a chain
     for h in hits:
         newer, seen = outdater[h.memory_id], {h.memory_id}
@@ -131,7 +134,7 @@ def for_prompt(hits: Sequence[SearchHit], *, margin: float = 0.0, min_evidence: 
         took = {k: max(took.get(k, 0.0), ended.get(k, 0.0)) for k in {*took, *ended}}
     current, stands = _abstracts_first(kept, habit=bool(query and ASKS_HABIT.search(query)))
     stands = {k: max(stands.get(k, 0.0), took.get(k, 0.0)) for k in {*stands, *took}}
-    if query:
+    if query and not as_of:
         current, moved = current_answers(query, current)
         stands = {k: max(stands.get(k, 0.0), moved.get(k, 0.0)) for k in {*stands, *moved}}
     best = max((stands.get(h.memory_id, h.score) for h in current), default=0.0)
