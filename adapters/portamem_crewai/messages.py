@@ -9,14 +9,15 @@ from typing import Any
 from crewai.utilities.types import LLMMessage
 
 from portamem import Memory
+from portamem.errors import UnsupportedContentError, ValidationError
 from portamem.messages import Message, aadd_messages, add_messages, awindow_messages, window_messages
 
 __all__ = ["FRAMEWORK", "from_llm_message", "to_llm_message", "to_llm_messages", "PortamemConversation"]
 
 FRAMEWORK = "crewai"
 
-#: keys of an LLMMessage that hold objects, not JSON (attached files, a provider's raw parts): not stored
-_NOT_STORED = ("files", "raw_tool_call_parts")
+#: the mime type named for an attached file that does not say its own
+_UNKNOWN_MIME = "application/octet-stream"
 
 
 def _text(content: Any) -> str:
@@ -27,10 +28,37 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _mime(files: Any) -> str:
+    values = files.values() if isinstance(files, dict) else files if isinstance(files, list) else [files]
+    for f in values:
+        for attr in ("content_type", "mime_type"):
+            if isinstance(kind := getattr(f, attr, None), str) and kind:
+                return kind
+    return _UNKNOWN_MIME
+
+
 def from_llm_message(message: LLMMessage | dict[str, Any]) -> Message:
-    """The neutral form; the message's JSON keys ride along so CrewAI gets the same dict back."""
-    native = {k: v for k, v in message.items() if k not in _NOT_STORED}
-    json.dumps(native)  # a message portamem cannot keep as JSON fails here, before anything is written
+    """The neutral form; the message's keys ride along as JSON so CrewAI gets the same dict back.
+
+    Attached files (``files``: CrewAI's ``FileInput`` objects) are refused with
+    ``UnsupportedContentError``, as AutoGen's images are: a memory is text, so describe the file in the
+    content. Any other key whose value is not JSON (a provider's raw tool-call parts as objects) is
+    refused with ``ValidationError`` naming it. Either fails before anything is written."""
+    if not isinstance(message, dict):
+        raise ValidationError(f"a CrewAI message is a dict (LLMMessage), got {type(message).__name__}")
+    if message.get("files"):
+        files = message["files"]
+        names = ", ".join(map(str, files)) if isinstance(files, dict) else type(files).__name__
+        raise UnsupportedContentError(
+            f"a CrewAI message's attached files ({names}) are not kept: portamem keeps text; put what the "
+            "file says, or a description of it, in the message's content", _mime(files))
+    native = {k: v for k, v in message.items() if k != "files"}
+    for key, value in native.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"a CrewAI message's {key!r} holds {type(value).__name__}, which portamem cannot "
+                                  f"keep as JSON ({exc}); leave the key out or pass it as JSON values") from exc
     return Message(
         role=message.get("role", ""),
         text=_text(message.get("content")),

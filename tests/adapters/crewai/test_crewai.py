@@ -23,7 +23,7 @@ from portamem_crewai import (  # noqa: E402
 from portamem_crewai.models import ScriptedLLM  # noqa: E402
 
 from portamem import Memory  # noqa: E402
-from portamem.errors import FrameworkNotInstalledError, ValidationError  # noqa: E402
+from portamem.errors import FrameworkNotInstalledError, UnsupportedContentError, ValidationError  # noqa: E402
 from portamem.messages import Message  # noqa: E402
 
 CAT = "My cat is called Tom and he sleeps on the piano."
@@ -65,6 +65,34 @@ def test_llm_messages_survive_the_neutral_form() -> None:
     assert [to_llm_message(Message.from_dict(m.to_dict())) for m in neutral] == [call, result]
     foreign = Message("assistant", "Hi!", name="bot", framework="langchain", native={"x": 1})
     assert to_llm_message(foreign) == {"role": "assistant", "content": "Hi!", "name": "bot"}
+
+
+class _File:
+    content_type = "image/png"
+
+
+def test_attached_files_are_refused_with_their_mime_type(memory: Memory) -> None:
+    conversation = PortamemConversation(memory, user_id="alice")
+    with pytest.raises(UnsupportedContentError) as caught:
+        conversation.add([{"role": "user", "content": "What is in this picture?", "files": {"cat.png": _File()}},
+                          {"role": "assistant", "content": "A cat."}])
+    assert caught.value.mime_type == "image/png" and "cat.png" in str(caught.value)
+    assert conversation.messages() == []  # nothing of the exchange was written
+    # an empty attachment list holds nothing to lose
+    assert from_llm_message({"role": "user", "content": "hi", "files": {}}).native == {"role": "user", "content": "hi"}
+
+
+def test_a_key_that_is_not_json_is_a_typed_error_and_json_parts_round_trip(memory: Memory) -> None:
+    conversation = PortamemConversation(memory, user_id="alice")
+    with pytest.raises(ValidationError, match="raw_tool_call_parts"):
+        conversation.add([{"role": "user", "content": "hi"},
+                          {"role": "assistant", "content": "hello", "raw_tool_call_parts": [object()]}])
+    assert conversation.messages() == []
+    with pytest.raises(ValidationError):
+        from_llm_message(["role", "user"])  # type: ignore[arg-type]
+    parts = {"role": "assistant", "content": "hello", "raw_tool_call_parts": [{"thought_signature": "abc"}]}
+    conversation.add([{"role": "user", "content": "hi"}, parts])
+    assert conversation.messages()[-1] == parts
 
 
 # ---------------------------------------------------------------- the storage protocol
