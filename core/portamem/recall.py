@@ -20,7 +20,7 @@ from .read.preload import TASKS, pick, preload_query, task_words
 from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
 from .errors import NotFoundError
 from .filters import SearchFilters, for_agent
-from .records import EARLIER_KEY, OUTDATED_KEY, SearchHit, Status, Tier, utcnow
+from .records import SearchHit, Status, Tier, ended_by, utcnow
 from .write.validation import check_id
 
 if TYPE_CHECKING:
@@ -144,12 +144,7 @@ def _still_held(memory: Memory, hits: list[SearchHit], user_id: str, tenant_id: 
 
 def _outdated_by(hit: SearchHit) -> str | None:
     """The newer memory that outdated a part of the hit, or ended it as a statement about the same thing."""
-    for key in (OUTDATED_KEY, EARLIER_KEY):
-        link = hit.record.metadata.get(key)
-        by = link.get("by") if isinstance(link, dict) else None
-        if isinstance(by, str):
-            return by
-    return None
+    return next(iter(ended_by(hit.record)), None)
 
 
 def _abstracted_into(hit: SearchHit) -> str | None:

@@ -23,6 +23,7 @@ __all__ = [
     "new_memory_id",
     "as_trusted",
     "speaks_for_the_user",
+    "ended_by",
     "utcnow",
     "to_iso",
     "from_iso",
@@ -155,6 +156,13 @@ def as_trusted(newer: MemoryRecord, older: MemoryRecord) -> bool:
     the write path and in the prompt alike (a web page's "it moved to Tuesday" never retires what the user
     or a tool said)."""
     return TRUST_RANK[newer.trust] >= TRUST_RANK[older.trust]
+
+
+def ended_by(record: MemoryRecord) -> list[str]:
+    """The ids of the newer memories that outdated a part of ``record`` (``OUTDATED_KEY``) or ended it as a
+    statement about the same thing (``EARLIER_KEY``), in that order."""
+    links = (record.metadata.get(key) for key in (OUTDATED_KEY, EARLIER_KEY))
+    return [link["by"] for link in links if isinstance(link, dict) and isinstance(link.get("by"), str)]
 
 
 def speaks_for_the_user(record: MemoryRecord) -> bool:

@@ -16,13 +16,12 @@ May import: the data model.
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
-from ..records import EARLIER_KEY, OUTDATED_KEY, MemoryRecord, SearchHit, from_iso
+from ..records import EARLIER_KEY, MemoryRecord, SearchHit, ended_by, from_iso
 
 __all__ = ["Period", "asked_period", "validity", "held_then"]
 
@@ -47,7 +46,9 @@ _MONTHS = {name: i for i, names in enumerate(
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 #: northern-hemisphere seasons: first month, months long
 _SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12, "春": 3, "夏": 6, "秋": 9, "冬": 12}
-_ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+#: 今年 / 去年 / 前年: years before now's
+_ZH_YEARS_BACK = {"今年": 0, "去年": 1, "前年": 2}
 _WORD_NUMBERS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                  "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 
@@ -82,30 +83,19 @@ _ZH_FUTURE = re.compile(r"要|将|打算|计划|准备|会|下个|下周|明年|
 
 
 def _zh_int(text: str) -> int:
+    """A number of one or two places, in digits or Chinese numerals (十 alone is 10, 十二 12, 二十 20)."""
     if text.isdigit():
         return int(text)
-    if text == "十":
-        return 10
-    if text.startswith("十"):
-        return 10 + _ZH_DIGITS.get(text[1:], 0)
-    if text.endswith("十"):
-        return _ZH_DIGITS.get(text[:-1], 0) * 10
     if "十" in text:
         tens, ones = text.split("十", 1)
-        return _ZH_DIGITS.get(tens, 0) * 10 + _ZH_DIGITS.get(ones, 0)
+        return _ZH_DIGITS.get(tens, 1) * 10 + _ZH_DIGITS.get(ones, 0)
     return _ZH_DIGITS.get(text, 0)
 
 
-def _month(year: int, month: int) -> Period:
-    start = datetime(year, month, 1, tzinfo=timezone.utc)
-    days = calendar.monthrange(year, month)[1]
-    return Period(start, start + timedelta(days=days))
-
-
-def _months(year: int, month: int, count: int) -> Period:
-    first = _month(year, month)
+def _months(year: int, month: int, count: int = 1) -> Period:
+    """``count`` calendar months from the first of ``month`` of ``year``."""
     y, m = divmod(month - 1 + count, 12)
-    return Period(first.start, datetime(year + y, m + 1, 1, tzinfo=timezone.utc))
+    return Period(datetime(year, month, 1, tzinfo=timezone.utc), datetime(year + y, m + 1, 1, tzinfo=timezone.utc))
 
 
 def _year(year: int) -> Period:
@@ -118,7 +108,7 @@ def _back(now: datetime, months: int) -> tuple[int, int]:
     return y, m + 1
 
 
-def _recent_month(month: int, now: datetime, *, strictly: bool) -> int:
+def _recent_months(month: int, now: datetime, *, strictly: bool) -> int:
     """The year of the latest ``month`` at or before ``now``'s month (before it when ``strictly``)."""
     return now.year if month < now.month or (month == now.month and not strictly) else now.year - 1
 
@@ -128,7 +118,7 @@ def _ago(now: datetime, count: int, unit: str) -> Period:
     if unit == "year":
         return _year(now.year - count)
     if unit == "month":
-        return _month(*_back(now, count))
+        return _months(*_back(now, count))
     start = (now - timedelta(weeks=count, days=now.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
     return Period(start, start + timedelta(weeks=1))
 
@@ -137,9 +127,7 @@ def _season(name: str, year: int | None, now: datetime, *, last: bool) -> Period
     first = _SEASONS[name.lower()]
     if year is not None:  # "the winter of 2024": from its December
         return _months(year, first, 3)
-    y = now.year if first <= now.month else now.year - 1
-    if first == 12 and now.month <= 2:  # in January, the winter that began last December
-        y = now.year - 1
+    y = now.year if first <= now.month else now.year - 1  # in January, the winter that began last December
     span = _months(y, first, 3)
     if last and span.start <= now < span.end:  # "last summer", asked in summer: the one before
         span = _months(y - 1, first, 3)
@@ -164,14 +152,14 @@ def _english(q: str, now: datetime) -> Period | None:
         n = int(m["n"]) if m["n"].isdigit() else _WORD_NUMBERS[m["n"].lower()]
         return _ago(now, n, m["u"].lower().rstrip("s"))
     if m := _EN_MONTH_YEAR.search(q):
-        return _month(int(m["y"]), _MONTHS[m["m"].lower()])
+        return _months(int(m["y"]), _MONTHS[m["m"].lower()])
     if m := _EN_MONTH.search(q):
         last = m["lead"].lower() in ("last", "this past")
         if m["y"]:
-            return _month(int(m["y"]), _MONTHS[m["m"].lower()])
+            return _months(int(m["y"]), _MONTHS[m["m"].lower()])
         if last or past:
             month = _MONTHS[m["m"].lower()]
-            return _month(_recent_month(month, now, strictly=last), month)
+            return _months(_recent_months(month, now, strictly=last), month)
     if m := _EN_SEASON.search(q):
         last = m["lead"].lower() in ("last", "this past")
         if last or past or m["y"]:
@@ -191,50 +179,33 @@ def _chinese(q: str, now: datetime) -> Period | None:
     if m := _ZH_AGO.search(q):
         unit, n = m["u"], m["n"]
         if n == "半":
-            return _month(*_back(now, 6)) if unit == "年" else None
+            return _months(*_back(now, 6)) if unit == "年" else None
         return _ago(now, _zh_int(n), {"年": "year", "个月": "month"}.get(unit, "week"))
     if m := _ZH_YEAR_MONTH.search(q):
         month = _zh_int(m["m"])
-        return _month(int(m["y"]), month) if 1 <= month <= 12 else None
+        return _months(int(m["y"]), month) if 1 <= month <= 12 else None
     if m := _ZH_SEASON.search(q):
-        rel = m["rel"]
-        if rel or past:
-            year = None if rel in (None, "今年") else now.year - (1 if rel == "去年" else 2)
-            span = _season(m["s"], year, now, last=False)
-            if rel == "今年":
-                span = _months(now.year, _SEASONS[m["s"]], 3)
-            return span
+        if m["rel"] or past:
+            year = now.year - _ZH_YEARS_BACK[m["rel"]] if m["rel"] else None
+            return _season(m["s"], year, now, last=False)
     if m := _ZH_REL_MONTH.search(q):
         month = _zh_int(m["m"])
         if 1 <= month <= 12:
             rel = m["rel"]
-            if rel == "去年":
-                return _month(now.year - 1, month)
-            if rel == "前年":
-                return _month(now.year - 2, month)
+            if rel in ("去年", "前年"):
+                return _months(now.year - _ZH_YEARS_BACK[rel], month)
             if rel == "今年" or past or month < now.month:
-                return _month(now.year if month <= now.month else now.year - 1, month)
+                return _months(_recent_months(month, now, strictly=False), month)
     if m := _ZH_REL.search(q):
         rel = m["rel"]
-        if rel == "去年":
-            return _year(now.year - 1)
-        if rel == "前年":
-            return _year(now.year - 2)
+        if rel in ("去年", "前年"):
+            return _year(now.year - _ZH_YEARS_BACK[rel])
         if rel in ("上个月", "上上个月"):
             return _ago(now, 2 if rel == "上上个月" else 1, "month")
         return _ago(now, 1, "week")
     if (m := _ZH_YEAR.search(q)) and (int(m["y"]) < now.year or past):
         return _year(int(m["y"]))
     return None
-
-
-def _newer_id(record: MemoryRecord) -> str | None:
-    """The memory that ended ``record`` as a statement about the same thing, when the write path linked one."""
-    for key in (EARLIER_KEY, OUTDATED_KEY):
-        link = record.metadata.get(key)
-        if isinstance(link, dict) and isinstance(link.get("by"), str):
-            return str(link["by"])
-    return record.superseded_by
 
 
 def validity(record: MemoryRecord, next_said: datetime | None = None) -> tuple[datetime, datetime | None]:
@@ -264,7 +235,7 @@ def held_then(hits: Sequence[SearchHit], period: Period) -> list[SearchHit]:
         return i
 
     for i, h in enumerate(hits):
-        linked = [*h.conflicts_with, _newer_id(h.record), h.record.supersedes]
+        linked = [*h.conflicts_with, *ended_by(h.record), h.record.superseded_by, h.record.supersedes]
         for other in linked:
             j = by_id.get(other) if isinstance(other, str) else None
             if j is not None and j != i:
