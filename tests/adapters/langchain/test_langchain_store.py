@@ -255,3 +255,13 @@ def test_the_largest_filter_the_validator_accepts_runs(memory: Memory) -> None:
     flt = {"project": {"$in": [f"p{i}" for i in range(1000)]}}
     assert [h.key for h in store.search(ALICE, filter=flt)] == ["a"]
     assert [h.key for h in store.search(ALICE, query="project notes", filter=flt)] == ["a"]
+
+
+# a put under portamem's own key namespace (the maintainer's habits) is refused, as every write path refuses it
+def test_a_put_under_the_habits_namespace_is_refused(memory: Memory) -> None:
+    store = PortamemStore(memory)
+    with pytest.raises(ValidationError, match="portamem's own"):
+        store.put(("portamem", "alice", "abstract"), "habit-0123456789abcdef", {"content": "Habit: aisle seats."})
+    assert memory.list_keyed(user_id="alice", key_namespace="portamem") == []
+    store.put(("memories", "alice"), "seat", {"content": "Prefers aisle seats."})
+    assert store.get(("memories", "alice"), "seat") is not None
