@@ -241,6 +241,12 @@ class Settings:
     llm_timeout_s: float = 30.0
     #: how many times a call that met a server error (HTTP 5xx, no connection) is tried again
     llm_retries: int = 1
+    #: with ``llm_url`` set, the formation worker also asks the model for each user turn's statements
+    #: (``portamem_plugins.llm_extract``, off the acknowledged path: the rules have read the turn already, and
+    #: read it again when the model's answer breaks the contract or comes late); off: the model reconciles only
+    llm_extract: bool = False
+    #: the tokens the model extractor's answer may take (its schema bounds the statements and their lengths)
+    llm_extract_max_tokens: int = 256
     #: a reranker of each search's best hits after scoring (``portamem.read.rerank``, the ``portamem_rerank``
     #: hook): None (off), ``"mmr"`` (diversity: a hit like one ranked above it goes down), ``"cross-encoder"``
     #: (a sentence-transformers CrossEncoder at ``rerank_model``) or ``"model"`` (the chat model at ``llm_url``
@@ -321,6 +327,10 @@ class Settings:
                 or self.llm_retries < 0:
             raise ConfigError(f"llm_timeout_s must be > 0 seconds and llm_retries an integer >= 0, "
                               f"got {self.llm_timeout_s}, {self.llm_retries!r}")
+        if isinstance(self.llm_extract_max_tokens, bool) or not isinstance(self.llm_extract_max_tokens, int) \
+                or not 32 <= self.llm_extract_max_tokens <= 4096:
+            raise ConfigError(f"llm_extract_max_tokens must be an integer from 32 to 4096, "
+                              f"got {self.llm_extract_max_tokens!r}")
         if self.llm_url is not None and not str(self.llm_url).startswith(("http://", "https://")):
             raise ConfigError(f"llm_url must be an http(s) base URL ending in /v1, got {self.llm_url!r}")
         self._check_rerank()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .config import Settings
 from .records import MemoryType, Source
@@ -40,6 +40,8 @@ class WriteContext:
     #: the formation worker calls (``portamem.background.formation``), off the acknowledged write path:
     #: a plugin that asks a model (``LLMExtractor``) answers only here, once per user turn
     formation: bool = False
+    #: with ``formation``: the chat model a model extractor asks (``Settings.llm_extract``); None otherwise
+    model: Any = None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("guard", "portamem_plugins.guard"),
     ("pii_redaction", "portamem_plugins.redact"),
     ("preload_rules", "portamem_plugins.preload"),
+    ("model_extractor", "portamem_plugins.llm_extract"),
     ("model_reconciler", "portamem_plugins.reconcile_model"),
     ("rule_reconciler", "portamem_plugins.reconcile_rules"),
     ("rerank", "portamem_plugins.rerank"),

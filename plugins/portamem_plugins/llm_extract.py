@@ -36,13 +36,19 @@ from portamem.language.statements import MULTI_VALUED, NAMED, Statement
 
 from .acts import utterances
 from .classify import classify_kind
-from .summarize import AskingPlugin
+from .summarize import MAX_CHARS, AskingPlugin
 
-__all__ = ["LLMExtractor", "STATEMENT_KEYS"]
+__all__ = ["LLMExtractor", "STATEMENT_KEYS", "portamem_extract"]
 
-#: the keys of one statement in the model's answer
+#: the keys of one statement in the model's answer (a strict schema requires each: null where not said)
 STATEMENT_KEYS = frozenset({"attribute", "value", "polarity", "previous", "when", "qualifier", "subject", "kind",
                             "text"})
+#: bounds of an answer: statements and acts in it, characters of a value, of a clause, of the other texts
+MAX_STATEMENTS = 8
+MAX_ACTS = 16
+MAX_VALUE = 200
+MAX_TEXT = 400
+MAX_SHORT = 120
 _KINDS = frozenset({"identity", "preference", "fact"})
 _KIND_ORDER = ("identity", "preference", "fact")
 _ATTRIBUTE = re.compile(r"^[^\W\d_][\w ()'-]{0,60}$")
@@ -59,7 +65,8 @@ def _attribute(name: str) -> str:
 
 
 class LLMExtractor(AskingPlugin):
-    """A ``portamem_extract`` plugin around any ``llm(prompt) -> str`` (the module docstring)."""
+    """A ``portamem_extract`` plugin around any ``llm(prompt) -> str`` (the module docstring). ``acts=False``
+    asks for statements only (the rules label the sentences), a shorter answer for a small model."""
 
     PROMPT = (
         "Read the user's message for long-term memory. List the atomic statements the user makes about "
@@ -71,50 +78,70 @@ class LLMExtractor(AskingPlugin):
         "otherwise a short noun for the attribute (budget, flight date, weight) and in qualifier what it "
         "is of. subject is \"user\" or the name of the person, pet or thing the statement is about. kind is "
         "identity, preference or fact. text is the clause of the message the statement was read from, "
-        "copied exactly. Also label each sentence with its act: statement, question, request or smalltalk. "
-        "Keep the user's language. Answer with JSON only, exactly "
-        '{{"statements": [{{"attribute": "...", "value": "...", "polarity": true, "previous": null, '
-        '"when": null, "qualifier": null, "subject": "user", "kind": "fact", "text": "..."}}], '
-        '"acts": [{{"text": "...", "act": "statement"}}]}}.\n\nMessage: {text}'
+        "copied exactly; previous, when and qualifier are null unless the message says them. {acts}"
+        "Keep the user's language. At most {most} statements. Answer with JSON only, exactly {shape}.\n\n"
+        "Message: {text}"
     )
+    _ACTS = "Also label each sentence with its act: statement, question, request or smalltalk. "
+    _STATEMENT = ('{{"attribute": "...", "value": "...", "polarity": true, "previous": null, "when": null, '
+                  '"qualifier": null, "subject": "user", "kind": "fact", "text": "..."}}')
 
-    #: the answer's JSON schema, sent to a server that can hold the model to it (``validate`` checks the rest)
+    #: the answer's JSON schema, sent to a server that can hold the model to it (``validate`` checks the rest);
+    #: its bounds keep a small model's answer short: a few statements of short texts
     SCHEMA: dict[str, Any] = {
         "title": "statements", "type": "object", "additionalProperties": False, "required": ["statements", "acts"],
         "properties": {
-            "statements": {"type": "array", "items": {
+            "statements": {"type": "array", "maxItems": MAX_STATEMENTS, "items": {
                 "type": "object", "additionalProperties": False, "required": sorted(STATEMENT_KEYS),
-                "properties": {**{k: {"type": ["string", "null"]} for k in STATEMENT_KEYS},
-                               "attribute": {"type": "string"}, "value": {"type": "string"},
+                "properties": {**{k: {"type": ["string", "null"], "maxLength": MAX_SHORT} for k in STATEMENT_KEYS},
+                               "attribute": {"type": "string", "maxLength": 60},
+                               "value": {"type": "string", "maxLength": MAX_VALUE},
+                               "text": {"type": "string", "maxLength": MAX_TEXT},
                                "polarity": {"type": "boolean"},
                                "kind": {"enum": sorted(_KINDS)}}}},
-            "acts": {"type": "array", "items": {
+            "acts": {"type": "array", "maxItems": MAX_ACTS, "items": {
                 "type": "object", "additionalProperties": False, "required": ["text", "act"],
-                "properties": {"text": {"type": "string"}, "act": {"enum": sorted(ACTS)}}}}}}
+                "properties": {"text": {"type": "string", "maxLength": MAX_TEXT}, "act": {"enum": sorted(ACTS)}}}}}}
+
+    def __init__(self, llm: Any, retries: int = 2, max_chars: int = MAX_CHARS, *, acts: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(llm, retries, max_chars, **kwargs)
+        self.acts = acts
+        if not acts:  # an instance's own schema, without the acts
+            self.SCHEMA = {**self.SCHEMA, "required": ["statements"],
+                           "properties": {"statements": self.SCHEMA["properties"]["statements"]}}
+
+    def prompt(self, text: str) -> str:
+        """What the model is asked about ``text``."""
+        shape = ('{{"statements": [' + self._STATEMENT + ']'
+                 + (', "acts": [{{"text": "...", "act": "statement"}}]' if self.acts else '') + '}}')
+        return self.PROMPT.format(acts=self._ACTS if self.acts else "", most=MAX_STATEMENTS,
+                                  shape=shape.format(), text=text[: self.max_chars * 4])
 
     @staticmethod
     def validate(data: Any) -> str | None:
         """Why ``data`` breaks the contract, or None when it keeps it."""
         if not isinstance(data, dict) or not {"statements"} <= set(data) <= {"statements", "acts"}:
             return "expected the key 'statements' (and optionally 'acts') only"
-        if not isinstance(data["statements"], list):
-            return "statements must be a list"
+        if not isinstance(data["statements"], list) or len(data["statements"]) > MAX_STATEMENTS:
+            return f"statements must be a list of at most {MAX_STATEMENTS}"
         for i, st in enumerate(data["statements"]):
             if not isinstance(st, dict) or set(st) - STATEMENT_KEYS or not {"attribute", "value"} <= set(st):
                 return f"statement {i}: expected attribute, value and only the keys {sorted(STATEMENT_KEYS)}"
             if not isinstance(st["attribute"], str) or not _ATTRIBUTE.match(st["attribute"].strip()):
                 return f"statement {i}: attribute must be a short name"
-            if not isinstance(st["value"], str) or not st["value"].strip():
-                return f"statement {i}: value must be non-empty text"
+            if not isinstance(st["value"], str) or not st["value"].strip() or len(st["value"]) > MAX_VALUE:
+                return f"statement {i}: value must be non-empty text of at most {MAX_VALUE} characters"
             if not isinstance(st.get("polarity", True), bool):
                 return f"statement {i}: polarity must be true or false"
             for key in ("previous", "when", "qualifier", "subject", "text"):
-                if st.get(key) is not None and not isinstance(st[key], str):
-                    return f"statement {i}: {key} must be text or null"
+                most = MAX_TEXT if key == "text" else MAX_SHORT
+                if st.get(key) is not None and (not isinstance(st[key], str) or len(st[key]) > most):
+                    return f"statement {i}: {key} must be text of at most {most} characters, or null"
             if st.get("kind") is not None and st["kind"] not in _KINDS:
                 return f"statement {i}: kind must be one of {sorted(_KINDS)}"
         acts = data.get("acts", [])
-        if not isinstance(acts, list) or not all(
+        if not isinstance(acts, list) or len(acts) > MAX_ACTS or not all(
                 isinstance(a, dict) and set(a) == {"text", "act"} and isinstance(a["text"], str) and a["act"] in ACTS
                 for a in acts):
             return f"acts must be a list of {{text, act}} with act one of {sorted(ACTS)}"
@@ -138,7 +165,7 @@ class LLMExtractor(AskingPlugin):
     def portamem_extract(self, text: str, context: WriteContext) -> Extraction | None:
         if not context.formation:  # never on the acknowledged write path, nor on the memories a turn wrote
             return None
-        data = self.ask(self.PROMPT.format(text=text[: self.max_chars * 4]), "statements")
+        data = self.ask(self.prompt(text), "statements")
         if data is None:
             return None  # every attempt broke the contract: the rule extractor reads the text
         statements = self.statements(text, data)
@@ -149,3 +176,15 @@ class LLMExtractor(AskingPlugin):
         return Extraction(entities=entities, triples=[t for s in statements for t in s.triples()],
                           kind=next((k for k in _KIND_ORDER if k in kinds), None) or classify_kind(text),
                           statements=statements, utterances=acts or utterances(text))
+
+
+@hookimpl(tryfirst=True)
+def portamem_extract(text: str, context: WriteContext) -> Extraction | None:
+    """The model extractor ``Settings.llm_extract`` turns on: the formation worker hands it the configured
+    model (``WriteContext.model``); statements only, within ``llm_extract_max_tokens`` and ``llm_timeout_s``
+    for every try together, else None and the rules read the turn."""
+    if not context.formation or context.model is None:
+        return None
+    settings = context.settings
+    return LLMExtractor(context.model, retries=1, acts=False, max_tokens=settings.llm_extract_max_tokens,
+                        budget_s=settings.llm_timeout_s).portamem_extract(text, context)

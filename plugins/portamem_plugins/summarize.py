@@ -150,19 +150,21 @@ def portamem_summarize_habit(habit: Habit, context: WriteContext) -> str | None:
 class AskingPlugin:
     """A plugin around a chat model (``portamem.models.ChatModel``, or any ``llm(prompt) -> str``) whose
     answers must be JSON under ``SCHEMA`` that ``validate`` accepts; ``budget_s`` bounds the time of all
-    its tries together (None: each call's own timeout only)."""
+    its tries together (None: each call's own timeout only), ``max_tokens`` the length of each answer."""
 
     #: the JSON schema of the answer, sent to a server that can hold the model to it
     SCHEMA: dict[str, Any] | None = None
 
     def __init__(self, llm: ChatModel | Callable[[str], str], retries: int = 2, max_chars: int = MAX_CHARS, *,
-                 budget_s: float | None = None, stats: ModelStats | None = None) -> None:
+                 budget_s: float | None = None, stats: ModelStats | None = None, max_tokens: int = 512) -> None:
         self.llm = llm
         self.model = as_chat_model(llm)
         self.retries = retries
         self.max_chars = max_chars
         self.budget_s = budget_s
         self.stats = stats
+        #: the tokens one answer may take
+        self.max_tokens = max_tokens
 
     @staticmethod
     def validate(data: Any) -> str | None:
@@ -171,7 +173,7 @@ class AskingPlugin:
     def ask(self, prompt: str, what: str, validate: Callable[[Any], str | None] | None = None) -> Any:
         return ask_json(self.model, [{"role": "user", "content": prompt}], schema=self.SCHEMA,
                         validate=validate or self.validate, budget_s=self.budget_s, retries=self.retries,
-                        stats=self.stats, max_tokens=512, what=what)
+                        stats=self.stats, max_tokens=self.max_tokens, what=what)
 
 
 def _object(**properties: Any) -> dict[str, Any]:

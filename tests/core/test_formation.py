@@ -21,7 +21,8 @@ import pytest
 import sqlalchemy as sa
 
 from portamem import Memory, Settings, Status, hookimpl
-from portamem.models import CallableChatModel
+from portamem.errors import ConfigError
+from portamem.models import CallableChatModel, ModelStats
 from portamem.pipeline import Decision
 from portamem.storage.schema import FORMED, formation_t
 
@@ -534,3 +535,80 @@ def test_a_line_the_newer_name_replaces_whole_gives_way_for_any_question(memory:
     lines = [h.content for h in recall(memory, "Where is the wedding?", user_id="ana", session_id="c",
                                        now=day + timedelta(days=21))]
     assert lines and "Oakley Manor" in lines[0] and not any(c.startswith("We've booked") for c in lines)
+
+
+class _Recording:
+    """A chat model that records what each call asked for (its schema and token budget) and answers the
+    extractor's prompt with ``extraction`` and the reconciler's with no decisions."""
+
+    def __init__(self, extraction: str, gate: threading.Event | None = None) -> None:
+        self.extraction, self.gate = extraction, gate
+        self.asked: list[tuple[str, dict | None, int]] = []
+        self.stats = ModelStats()
+
+    def chat(self, messages, *, schema=None, max_tokens=256, timeout_s=None) -> str:
+        prompt = messages[-1]["content"]
+        self.asked.append((prompt, schema, max_tokens))
+        if self.gate is not None:
+            self.gate.wait(10)
+        if prompt.startswith("Read the user's message"):
+            return self.extraction
+        return json.dumps({"decisions": []})
+
+
+def _extractions(model: _Recording) -> list[tuple[str, dict | None, int]]:
+    return [a for a in model.asked if a[0].startswith("Read the user's message")]
+
+
+def test_llm_extract_asks_the_model_for_statements_in_formation_within_its_token_budget(tmp_path, embedder) -> None:
+    gate = threading.Event()
+    answer = {"statements": [{"attribute": "lives_in", "value": "Oslo", "polarity": True, "previous": "Lyon",
+                              "when": None, "qualifier": None, "subject": "user", "kind": "identity",
+                              "text": "I moved from Lyon to Oslo"}]}
+    model = _Recording(json.dumps(answer), gate)
+    settings = Settings(path=str(tmp_path / "s"), llm_extract=True, llm_extract_max_tokens=160)
+    with Memory(settings=settings, embedder=embedder) as mem:
+        mem.formation.model = model
+        wrote = mem.add_turn("I moved from Lyon to Oslo in May.", "Big move!", user_id="ana")
+        assert wrote  # acknowledged while the model is still held at the gate: never on the write path
+        gate.set()
+        mem.flush(60)
+        asked = _extractions(model)
+        assert len(asked) == 1
+        prompt, schema, max_tokens = asked[0]
+        assert max_tokens == 160 and "I moved from Lyon to Oslo in May." in prompt
+        # statements only (the rules label the sentences), bounded in number and length
+        assert list(schema["properties"]) == ["statements"] and schema["properties"]["statements"]["maxItems"] == 8
+        assert "acts" not in prompt.split("Message:")[0].split("exactly")[-1]
+        assert [r["state"] for r in rows(mem)] == [FORMED]
+        assert any("Oslo" in m.content for m in mem.list_memories(user_id="ana"))
+
+
+@pytest.mark.parametrize("answer", ["Oslo!", json.dumps({"statements": [{"attribute": "x", "value": "v" * 500}]}),
+                                    json.dumps({"statements": [{"attribute": "lives_in", "value": "Oslo"}] * 9})])
+def test_a_broken_or_unbounded_extraction_leaves_the_turn_to_the_rules(tmp_path, embedder, answer: str) -> None:
+    model = _Recording(answer)
+    settings = Settings(path=str(tmp_path / "s"), llm_extract=True)
+    with Memory(settings=settings, embedder=embedder) as mem:
+        mem.formation.model = model
+        mem.add_turn("I moved from Lyon to Oslo in May.", "Big move!", user_id="ana")
+        mem.flush(60)
+        assert len(_extractions(model)) == 2  # asked again once, then the rules
+        assert [r["state"] for r in rows(mem)] == [FORMED]
+        assert any("Oslo" in m.content for m in mem.list_memories(user_id="ana"))  # nothing the user said is lost
+
+
+def test_without_llm_extract_the_model_only_reconciles(tmp_path, embedder) -> None:
+    model = _Recording("{}")
+    with Memory(settings=Settings(path=str(tmp_path / "s")), embedder=embedder) as mem:
+        mem.formation.model = model
+        mem.add_turn("I play tennis every Sunday.", "Nice.", user_id="ana")
+        mem.add_turn("These days I go bouldering on Sundays.", "Fun!", user_id="ana")
+        mem.flush(60)
+        assert model.asked and not _extractions(model)
+
+
+@pytest.mark.parametrize("tokens", [0, 31, 5000, True, "many"])
+def test_llm_extract_max_tokens_out_of_bounds_is_a_config_error(tokens) -> None:
+    with pytest.raises(ConfigError, match="llm_extract_max_tokens"):
+        Settings(llm_extract_max_tokens=tokens)

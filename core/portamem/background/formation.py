@@ -260,7 +260,8 @@ class Former:
         parts = self._parts
         turn = formation_turn(row.turn, row.session_id)
         ctx = WriteContext(tenant_id=row.tenant_id, user_id=row.user_id, settings=parts.settings,
-                           session_id=row.session_id, source=Source.USER, explicit=False, formation=True)
+                           session_id=row.session_id, source=Source.USER, explicit=False, formation=True,
+                           model=self.model if parts.settings.llm_extract else None)
         stored = parts.store.get(row.tenant_id, row.user_id, row.memory_ids)
         added = self._extracted(row, turn.user, ctx, list(stored.values()))
         statements = [r for r in (stored.get(i) for i in row.memory_ids)
