@@ -19,7 +19,7 @@ from portamem_conformance import servers
 from portamem_conformance.backends import T0, corpus
 
 from portamem import Memory, Settings
-from portamem.errors import ConfigError, StoreOpenError, VectorExtensionMissingError
+from portamem.errors import ConfigError, StoreOpenError, ValidationError, VectorExtensionMissingError
 from portamem.filters import SearchFilters
 from portamem.records import MemoryRecord, Source
 from portamem.storage.indexes import open_vector_index, vector_backend, vector_location
@@ -170,6 +170,12 @@ def test_writes_counts_ids_and_drop(open_index: Callable[..., PgVectorIndex], da
     assert again.count() == 0 and again.ids() == set()
     with pytest.raises(Exception, match="no 16-d embedding"):
         again.upsert([corpus("ana", 1, seed=1, dim=8)[0]])
+    with pytest.raises(ValidationError, match="16 finite numbers"):
+        again.search("default", "ana", np.ones(8, dtype=np.float32), 3, SearchFilters())
+    with pytest.raises(ValidationError, match="16 finite numbers"):
+        again.search("default", "ana", np.full(16, np.nan, dtype=np.float32), 3, SearchFilters())
+    short = corpus("ana", 1, seed=1, dim=8)[0]
+    assert again.nearest([short], k=2) == {short.memory_id: []}
     with pytest.raises(StoreOpenError, match="dimension"):
         PgVectorIndex(database, model="m", dim=0)
     with pytest.raises(StoreOpenError, match="hnsw_above"):
@@ -244,3 +250,24 @@ def test_migrate_an_embedded_store_into_one_database(database: str, tmp_path: Pa
                 embedder=embedder) as mem:
         assert isinstance(mem.index, PgVectorIndex) and mem.index.count() == 2
         assert mem.search_memory("Where is the key?", user_id="ana")[0].memory_id == kept
+
+
+def test_the_indexer_worker_process_writes_the_same_table(database: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index lives in the database: a server's indexer runs in a worker process with no index process
+    beside it (``serving``), and that worker opens the same table from the URL it is given."""
+    from portamem.background.process import IndexerProcess
+    from portamem.server.commands import serving
+
+    monkeypatch.delenv("PORTAMEM_INDEXER_PROCESS", raising=False)
+    settings = Settings(path=str(tmp_path / "s"), db_url=database, vector_uri="pgvector", vector_process="inline",
+                        embedder="null-hash", embed_workers=0)
+    assert serving(settings).indexer_process == "child"
+    with Memory(settings=serving(settings)) as mem:
+        assert isinstance(mem.indexer, IndexerProcess) and mem.index.address == database
+        ids = [mem.save_memory(f"note {i}: the {w} is in the attic 阁楼", user_id="u").memory_id
+               for i, w in enumerate(("sledge", "tent", "lantern"))]
+        mem.flush(timeout=60)
+        assert mem.index.ids() == set(ids)
+        hits = mem.search_memory("the lantern is in the attic", user_id="u", sources=["vector"])
+        assert hits and hits[0].memory_id == ids[2]
