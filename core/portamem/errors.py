@@ -13,6 +13,7 @@ __all__ = [
     "StoreLockedError",
     "StoreUnreachableError",
     "BackendNotInstalledError",
+    "VectorExtensionMissingError",
     "IndexingTimeoutError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
@@ -88,6 +89,15 @@ class BackendNotInstalledError(StoreOpenError, ImportError):
     def __init__(self, message: str, extra: str) -> None:
         super().__init__(message)
         self.extra = extra
+
+
+class VectorExtensionMissingError(StoreOpenError):
+    """The PostgreSQL database named for the vector index has no pgvector and it cannot be created there;
+    ``url`` is the database (password masked). Install pgvector on that server, or use a Milvus index."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
 
 
 class IndexingTimeoutError(StoreError):

@@ -54,7 +54,7 @@ from .pipeline import WriteContext
 from .records import MemoryRecord, MemoryType, SearchHit, Source, Status, Tier, Trust, Turn, utcnow
 from .storage.actor import current_actor
 from .storage.sql import RecordStore
-from .storage.vectors import MilvusVectorIndex
+from .storage.indexes import open_vector_index
 from .storage.vault import Vault, load_private_key
 from .write import trust
 from .write import validation as check
@@ -110,14 +110,7 @@ class Memory:
         self.store = RecordStore(settings.resolved_db_url, keyword_cache_mb=settings.keyword_cache_mb,
                                  autocheckpoint=settings.resolved_indexer_process != "child")
         try:
-            self.index = MilvusVectorIndex(
-                settings.resolved_vector_uri,
-                model=self.embedder.name,
-                dim=self.embedder.dim,
-                token=settings.vector_token,
-                partition_per_user=settings.partition_per_user,
-                process=settings.resolved_vector_process,
-            )
+            self.index = open_vector_index(settings, model=self.embedder.name, dim=self.embedder.dim)
         except BaseException:
             self.store.close()
             raise
@@ -171,8 +164,8 @@ class Memory:
         handed to this constructor cannot follow it there, and it reaches the vector index only in a
         process of its own."""
         if self.index.address is None:
-            why = ("needs the vector index in a process of its own (vector_process='child', or a Milvus "
-                   "server's vector_uri)")
+            why = ("needs the vector index in a process of its own (vector_process='child', a Milvus "
+                   "server's vector_uri, or vector_uri='pgvector')")
         elif embedder is not None and embedder.name != self.settings.embedder:
             why = (f"builds the embedder {self.settings.embedder!r} from the settings, not the {embedder.name!r} "
                    "given: set Settings.embedder to a registered name, or keep indexer_process='thread'")

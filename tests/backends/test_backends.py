@@ -11,7 +11,7 @@ from portamem_conformance.backends import RecordStoreTests, VectorIndexTests
 from portamem_conformance.fixtures import Backend
 
 from portamem.storage.sql import RecordStore
-from portamem.storage.vectors import MilvusVectorIndex
+from portamem.storage.indexes import AnyVectorIndex, open_vector_index
 
 
 class TestRecordStore(RecordStoreTests):
@@ -35,11 +35,11 @@ class TestRecordStore(RecordStoreTests):
 class TestVectorIndex(VectorIndexTests):
     @pytest.fixture
     def vector_index(self, backend: Backend, tmp_path: Path) -> Iterator[Callable[..., Any]]:
-        opened: list[MilvusVectorIndex] = []
+        opened: list[AnyVectorIndex] = []
 
-        def open_index(partition_per_user: bool = True) -> MilvusVectorIndex:
-            uri = backend.settings(tmp_path / "store").resolved_vector_uri
-            opened.append(MilvusVectorIndex(uri, model="test-model", dim=self.DIM, partition_per_user=partition_per_user))
+        def open_index(partition_per_user: bool = True) -> AnyVectorIndex:
+            settings = backend.settings(tmp_path / "store", partition_per_user=partition_per_user, vector_process="inline")
+            opened.append(open_vector_index(settings, model="test-model", dim=self.DIM))
             return opened[-1]
 
         yield open_index

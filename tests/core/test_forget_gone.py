@@ -21,6 +21,7 @@ from portamem.embedding.embedders import Embedder
 from portamem.errors import NotFoundError
 from portamem.lifecycle.erasure import ERASE_ACTION
 from portamem.read.preload import PRELOAD
+from portamem.storage.pgvector import is_pgvector_uri
 from portamem.recall import recall
 from portamem.records import Status
 from portamem.language.text import tokenize
@@ -79,8 +80,8 @@ def _found_in_tables(mem: Memory, needles: Iterable[str]) -> list[tuple[str, str
 
 def _index_files(mem: Memory) -> list[Path]:
     uri = mem.settings.resolved_vector_uri
-    if uri.startswith(("http://", "https://", "tcp://", "unix:")):
-        return []
+    if uri.startswith(("http://", "https://", "tcp://", "unix:")) or is_pgvector_uri(uri):
+        return []  # a server's, or a table of the database (its rows are read with the other tables')
     base = Path(uri)
     return [p for p in base.parent.rglob("*") if p.is_file() and p.name.startswith(base.name)] + \
         ([p for p in base.rglob("*") if p.is_file()] if base.is_dir() else [])

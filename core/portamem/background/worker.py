@@ -2,7 +2,7 @@
 
 Started by a store whose ``Settings.indexer_process`` is "child" (``portamem.background.process``),
 never by hand. It opens the same record store and connects to the store's vector index process (or
-Milvus server), and runs the ``Indexer`` over the shared outbox: embedding, review (trust, dedupe,
+Milvus server, or pgvector database), and runs the ``Indexer`` over the shared outbox: embedding, review (trust, dedupe,
 supersession), index writes and their commit, each batch as the indexer thread does it. Nothing
 acknowledged lives only here: a batch it did not commit is still in the outbox for the next worker.
 
@@ -33,7 +33,7 @@ from ..read.replica import VectorReader
 from ..storage.sql import RecordStore
 from ..storage.termcache import TermCache
 from ..storage.vault import Vault
-from ..storage.vectors import MilvusVectorIndex
+from ..storage.indexes import open_vector_index
 from .indexer import Indexer
 from .process import handed_over
 
@@ -98,8 +98,7 @@ def _open(settings: Settings, index_uri: str, local: bool) -> tuple[Components, 
     if store.is_sqlite:  # the only store whose postings a serving process caches (``RecordStore``)
         store.keywords.cache = touched
     try:
-        index = MilvusVectorIndex(index_uri, model=embedder.name, dim=embedder.dim, token=settings.vector_token,
-                                  partition_per_user=settings.partition_per_user, local_server=local)
+        index = open_vector_index(settings, model=embedder.name, dim=embedder.dim, uri=index_uri, local_server=local)
     except BaseException:
         store.close()
         raise

@@ -24,7 +24,8 @@ def store_settings(location: str, config: str | None, vector_uri: str | None = N
 def _add_migrate(p: argparse.ArgumentParser) -> None:
     p.add_argument("src", help="source store: a directory or a database URL (sqlite:///..., postgresql+psycopg://...)")
     p.add_argument("dst", help="destination store, empty or a copy interrupted earlier: a directory or a database URL")
-    p.add_argument("--dst-vectors", help="the destination's vector index (a Milvus URI; default: its embedded one)")
+    p.add_argument("--dst-vectors", help="the destination's vector index: a Milvus URI, or pgvector (a table in the "
+                                          "destination's PostgreSQL database); default: its embedded one")
     p.add_argument("--batch", type=int, default=1000, help="memories per copied transaction (default 1000)")
     p.add_argument("--no-index", action="store_true", help="copy the records only; the index fills on first open")
 

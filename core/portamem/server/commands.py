@@ -17,7 +17,7 @@ from ..client import SERVER_FILE
 from ..config import Settings
 from ..errors import ConfigError, PortamemError
 from ..read.calibration import hubness_for
-from ..storage.vectors import is_server_uri
+from ..storage.indexes import vector_backend
 
 __all__ = ["SERVER_COMMANDS", "check_keyless", "is_loopback", "open_keys", "serve"]
 
@@ -47,11 +47,11 @@ def warm_up(memory: Any) -> None:
 
 def serving(settings: Settings) -> Settings:
     """A server's indexer runs in a worker process when the user did not choose and its vector index
-    has a process of its own (the embedded index's child, or a Milvus server): its review then never
-    holds the GIL the requests need (``portamem.background.process``)."""
+    has a process of its own (the embedded index's child, a Milvus server, or the pgvector database): its
+    review then never holds the GIL the requests need (``portamem.background.process``)."""
     if settings.indexer_process is not None or os.environ.get("PORTAMEM_INDEXER_PROCESS"):
         return settings
-    if is_server_uri(settings.resolved_vector_uri) or settings.resolved_vector_process == "child":
+    if vector_backend(settings) != "milvus-lite" or settings.resolved_vector_process == "child":
         return settings.replace(indexer_process="child")
     return settings
 
