@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -115,3 +116,28 @@ def test_the_model_never_trains_on_the_later_fresh_rounds() -> None:
             # a payload may be placed in a carrier, so look for it inside every training text
             assert not any(text in v for v in views), (name, r["text"][:60])
 
+
+def test_the_vector_layer_is_trained_without_the_dropped_groups() -> None:
+    gv = _load("guard_vectors")
+    gf = _load("guard_families")
+    from portamem_plugins.guard import normalize
+
+    trainer = gf.Trainer(7, 0)
+    rng = np.random.default_rng(0)
+    cache = {}
+    for t in trainer.corpus.texts:
+        v = rng.normal(size=64)
+        # attacks of one goal lie along one direction, every other attack along another
+        v[0 if trainer.group_of.get(t.group) is not None and trainer.group_of[t.group].goal == "tool_misuse"
+          else 1] += 12.0 * t.attack
+        cache[t.view.strip()[:gv.CHARS]] = v / np.linalg.norm(v)
+    extra = gv.detector(cache)(trainer)
+    # the layer reads texts as the guard does (normalised); these views read the same again
+    texts = [t for t in trainer.corpus.texts if normalize(t.view) == t.view]
+    tool = [t.view for t in texts if t.attack and trainer.group_of[t.group].goal == "tool_misuse"]
+    ordinary = [t.view for t in texts if not t.attack]
+    seen = extra(set())
+    unseen = extra(trainer.family_groups("goal", "tool_misuse"))
+    assert sum(seen(tool)) > 0.9 * len(tool)
+    assert sum(unseen(tool)) < 0.5 * len(tool)
+    assert sum(seen(ordinary)) <= 0.02 * len(ordinary)
