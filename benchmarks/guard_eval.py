@@ -81,9 +81,9 @@ Three corpora, all English and Chinese:
 
   The carrier column says nothing: the long documents without a payload are quarantined 10 times in
   11 as web content, by the learned model (its likeliest window scores 0.78-0.96 on sentences such as
-  "every full-time employee receives 26 days of paid annual leave"), and so are 132 of the first
-  3,000 characters of 138 READMEs of installed packages (rules alone: 28; ``guard_families.py``
-  reads them). Facts about the user are the weak family (68 %), and long ordinary prose is the
+  "every full-time employee receives 26 days of paid annual leave"), and so are 134 of the 140
+  READMEs of installed packages, their first 3,000 characters (rules alone: 28;
+  ``guard_families.long_documents``). Facts about the user are the weak family (68 %), and long ordinary prose is the
   false-alarm problem the short texts of the earlier rounds never showed.
 
 Each attack is judged twice: as a user's own turn (threshold 1.0: a user may tell their assistant
