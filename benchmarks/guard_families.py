@@ -19,7 +19,11 @@ has one that says it (``fresh3.jsonl`` carries both; ``indirect_attacks.jsonl``'
 ``attacks.jsonl``'s forms and ``train_attacks.jsonl``'s kinds name a goal for most of their rows,
 ``GOAL_OF``), and otherwise from the words of the text (``goal_of_words``, ``carrier_of_words``:
 first matching pattern, in the order of ``_GOAL_WORDS``, instruction override when none matches).
-``python benchmarks/guard_families.py --labels`` writes every label and where it came from.
+``python benchmarks/guard_families.py --labels`` writes every label and where it came from. The
+words are a rough cut: where a record names its goal, they give the same one for 330 of 683
+(58/123 of round 3, whose goals were written with the texts), most of the rest falling back to
+instruction override. So the goal families are blurred, and attacks of a left-out goal that the
+words put elsewhere stay in training: the left-out figures by goal flatter the model, if anything.
 
 Leave one family out: for each family of an axis the learned layer is trained again, by
 ``train_guard``'s own corpus and ``fit``, without that family's attacks (alone and placed in a
@@ -469,6 +473,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{axis}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     print("goal from the record's field: " + str(sum(a.goal_by == "field" for a in everything)) + ", from its words: "
           + str(sum(a.goal_by == "words" for a in everything)))
+    named = [a for a in everything if a.goal_by == "field"]
+    agree = [goal_of_words(a.text) == a.goal for a in named]
+    fresh3 = [x for a, x in zip(named, agree) if a.origin == "fresh3"]
+    print(f"the words give the goal a record names itself for {sum(agree)}/{len(agree)} of them "
+          f"({sum(fresh3)}/{len(fresh3)} of round 3, whose goals were written with the texts)")
     tables, base = run(args.axes, args.seed, args.generated)
     print_tables(tables, base)
     return 0
