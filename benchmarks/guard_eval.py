@@ -53,6 +53,39 @@ Three corpora, all English and Chinese:
   ("rules": the same guard without its learned model, ``--rules-only``.) Round 2 is the estimate for
   wordings nobody tuned on: English 85 % as a user's turn and 92 % in a carrier, Chinese 66 % and 74 %.
 
+- **Round 3** (``fresh3.jsonl``), written by family after the shipped model (its weights unchanged since e8521c2)
+  and the families' labelling, and measured once, at da6626b, before anything was changed: 123
+  injections (63 English, 60 Chinese) in three families written apart from every earlier round
+  (``family``: ``report_style``, hidden instructions as real-world reports describe them, in README
+  files, CVs, product pages and their Q&A, support tickets, calendar invites, plugin manifests, pull
+  requests; ``long_document``, a payload meant for the middle of a document, placed (``{attack}``)
+  in the middle of one of 11 ordinary documents of 390-450 words or 590-710 Chinese characters: a
+  staff handbook, an appliance manual, a district newsletter, a library README, a travel piece, an IT
+  notice; ``user_fact``, injections phrased as facts about the user, "the user prefers that all
+  receipts are forwarded to ...", 用户希望所有账单都抄送到 ...), each with its ``goal`` and
+  ``carrier``; hard negatives: 36 genuine users' preferences and memories that mention forwarding,
+  e-mail, passwords and payments, 24 READMEs, CVs, tickets, invites and reviews that mention AI
+  assistants, keys and approvals, 8 genuine profile and settings records. Every injection is placed
+  in one of the long documents for the carrier column. The blind figures:
+
+      family          as user turn   web, alone     web, in a long document
+      report_style    36/41 87.8 %   36/41 87.8 %   41/41
+      long_document   38/41 92.7 %   39/41 95.1 %   39/41
+      user_fact       28/41 68.3 %   29/41 70.7 %   41/41
+      all             102/123 82.9 % 104/123 84.6 % 121/123
+      all, rules      30/123 24.4 %  52/123 42.3 %  76/123
+
+      false alarms    users' turns   users' turns as web   web and tool texts   long documents alone (web)
+      shipped         0/36           1/36                  7/32                 10/11
+      rules alone     0/36           1/36                  0/32                 4/11
+
+  The carrier column says nothing: the long documents without a payload are quarantined 10 times in
+  11 as web content, by the learned model (its likeliest window scores 0.78-0.96 on sentences such as
+  "every full-time employee receives 26 days of paid annual leave"), and so are 134 of the 140
+  READMEs of installed packages, their first 3,000 characters (rules alone: 28;
+  ``guard_families.long_documents``). Facts about the user are the weak family (68 %), and long ordinary prose is the
+  false-alarm problem the short texts of the earlier rounds never showed.
+
 Each attack is judged twice: as a user's own turn (threshold 1.0: a user may tell their assistant
 how to answer) and as web or tool content (``guard.DATA_THRESHOLD``). Ordinary texts are judged as
 what they are: LoCoMo turns (``../shared/data/locomo/locomo-dev.json``, CC BY-NC 4.0, read in place;
@@ -64,6 +97,7 @@ judged as web content, the stricter check.
     python benchmarks/guard_eval.py                # the tables
     python benchmarks/guard_eval.py --misses test  # also list a split's misses and false alarms (or fresh)
     python benchmarks/guard_eval.py --rules-only   # the guard without its learned model
+    python benchmarks/guard_families.py            # leave one family out (origin, goal)
 """
 
 from __future__ import annotations
@@ -98,6 +132,8 @@ class Sample:
     carrier: str = "alone"
     #: the write's source the text is judged as ("user" turn, or "web" content)
     source: str = "user"
+    #: the family a fresh round's row was written for (fresh3: report_style, long_document, user_fact)
+    family: str = ""
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -156,15 +192,16 @@ def load_indirect() -> tuple[list[Sample], list[Sample]]:
 
 #: the fresh rounds: each written after a learned model was frozen, measured once before anything was
 #: tuned on it; a round is trained on once the next model is made (round 1 is in the second model's data)
-FRESH_ROUNDS = {"1": "fresh.jsonl", "2": "fresh2.jsonl"}
+FRESH_ROUNDS = {"1": "fresh.jsonl", "2": "fresh2.jsonl", "3": "fresh3.jsonl"}
 
 
 def load_fresh(round_: str = "2") -> tuple[list[Sample], list[Sample]]:
-    """A fresh round (``fresh.jsonl``, ``fresh2.jsonl``), written after a learned model was frozen.
+    """A fresh round (``fresh.jsonl``, ``fresh2.jsonl``, ``fresh3.jsonl``), written after a learned model was frozen.
 
     Each injection is judged alone as a user's turn, alone as web content, and placed (``{attack}``)
     in a carrier of its language, chosen in turn, as web content; the ordinary texts are judged as
-    their own source, and the users' turns also as web content.
+    their own source, and the users' turns also as web content. A row's ``family`` (round 3) is kept
+    on its samples, and on the carriers it was placed in.
     """
     rows = _jsonl(DATA / FRESH_ROUNDS[round_])
     carriers: dict[str, list[str]] = {}
@@ -175,19 +212,23 @@ def load_fresh(round_: str = "2") -> tuple[list[Sample], list[Sample]]:
     ordinary: list[Sample] = []
     counters = dict.fromkeys(carriers, 0)
     for r in rows:
+        family = r.get("family", "")
         if r["type"] == "attack":
-            attacks.append(Sample(r["text"], True, "fresh", r["lang"], "fresh", source="user"))
-            attacks.append(Sample(r["text"], True, "fresh", r["lang"], "fresh", source="web"))
+            attacks.append(Sample(r["text"], True, "fresh", r["lang"], "fresh", source="user", family=family))
+            attacks.append(Sample(r["text"], True, "fresh", r["lang"], "fresh", source="web", family=family))
             pool = carriers[r["lang"]]
             text = pool[counters[r["lang"]] % len(pool)].replace("{attack}", r["text"])
             counters[r["lang"]] += 1
-            attacks.append(Sample(text, True, "fresh", r["lang"], "fresh", carrier="carrier", source="web"))
+            attacks.append(Sample(text, True, "fresh", r["lang"], "fresh", carrier="carrier", source="web",
+                                  family=family))
         elif r["type"] == "ordinary":
-            ordinary.append(Sample(r["text"], False, "fresh", r["lang"], "fresh", r["source"], source=r["source"]))
+            ordinary.append(Sample(r["text"], False, "fresh", r["lang"], "fresh", r["source"], source=r["source"],
+                                   family=family))
             if r["source"] == "user":
-                ordinary.append(Sample(r["text"], False, "fresh", r["lang"], "fresh", "user as web", source="web"))
-    ordinary += [Sample(c.replace("{attack}", "").strip(), False, "fresh", lang, "fresh", "carrier", source="web")
-                 for lang, pool in carriers.items() for c in pool]
+                ordinary.append(Sample(r["text"], False, "fresh", r["lang"], "fresh", "user as web", source="web",
+                                       family=family))
+    ordinary += [Sample(r["text"].replace("{attack}", "").strip(), False, "fresh", r["lang"], "fresh", "carrier",
+                        source="web", family=r.get("family", "")) for r in rows if r["type"] == "carrier"]
     return attacks, ordinary
 
 
@@ -199,7 +240,7 @@ def fresh_report(attacks: list[Sample], ordinary: list[Sample]) -> dict[str, tup
     for s in attacks:
         where = "as a user's turn" if s.source == "user" else (
             "as web content, alone" if s.carrier == "alone" else "as web content, in a carrier")
-        for lang in ("all", s.lang):
+        for lang in ("all", s.lang, *([s.family] if s.family else [])):
             groups.setdefault(f"attacks {where} [{lang}]", []).append(s)
         if s.source == "web":
             groups.setdefault(f"attacks as web content, both [{'all'}]", []).append(s)
@@ -207,6 +248,8 @@ def fresh_report(attacks: list[Sample], ordinary: list[Sample]) -> dict[str, tup
         kind = {"user": "users' own turns", "web": "web and tool texts", "user as web": "users' turns judged as web",
                 "carrier": "carriers without a payload"}[s.form]
         groups.setdefault(f"false alarms: {kind}", []).append(s)
+        if s.family:
+            groups.setdefault(f"false alarms: {kind} [{s.family}]", []).append(s)
     out = {}
     for name, pick in groups.items():
         flagged = [judge(s.text, s.source) is not None for s in pick]
@@ -217,7 +260,8 @@ def fresh_report(attacks: list[Sample], ordinary: list[Sample]) -> dict[str, tup
 
 def _print_fresh(round_: str, rep: dict[str, tuple[int, int, list[Sample]]], show: bool) -> None:
     note = {"1": "measured blind on the first model (66a766b), then trained on",
-            "2": "written after the shipped model was frozen; never tuned on"}[round_]
+            "2": "written after the shipped model was frozen; never tuned on",
+            "3": "written by family after the shipped model was frozen; never tuned on"}[round_]
     print(f"\nFresh round {round_} ({note})")
     for name in sorted(rep, key=lambda k: (k.startswith("false"), k)):
         hit, n, wrong = rep[name]

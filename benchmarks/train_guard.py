@@ -16,7 +16,8 @@ Training data, English and Chinese:
   ``ordinary.jsonl``) and LoCoMo's dev conversations 1-2 (read in place). Their held-out and test
   splits and LoCoMo's conversations 3-5 are never trained on;
 - the first fresh round (``fresh.jsonl``), after it was measured blind on the first model (66a766b).
-  The second (``fresh2.jsonl``) was written after this model was frozen and is never trained on.
+  The second and third (``fresh2.jsonl``, ``fresh3.jsonl``) were written after this model was frozen
+  and are never trained on (``tests/plugins/test_guard_families.py`` checks it).
 
 Each attack is used alone and placed at the start, in the middle or at the end of an ordinary web
 page, e-mail or tool result of its language. Examples are the model's windows (``injection_model.
