@@ -45,6 +45,9 @@ STATEMENT_KEYS = frozenset({"attribute", "value", "polarity", "previous", "when"
                             "text"})
 #: bounds of an answer: statements and acts in it, characters of a value, of a clause, of the other texts
 MAX_STATEMENTS = 8
+#: tokens one statement of the answer takes (Qwen2.5 0.5B's answers: about 270 characters, 75-85 tokens,
+#: each); the model extractor asks for as many statements as its token budget holds: 3 within 256
+TOKENS_PER_STATEMENT = 80
 MAX_ACTS = 16
 MAX_VALUE = 200
 MAX_TEXT = 400
@@ -104,18 +107,24 @@ class LLMExtractor(AskingPlugin):
                 "properties": {"text": {"type": "string", "maxLength": MAX_TEXT}, "act": {"enum": sorted(ACTS)}}}}}}
 
     def __init__(self, llm: Any, retries: int = 2, max_chars: int = MAX_CHARS, *, acts: bool = True,
-                 **kwargs: Any) -> None:
+                 most: int = MAX_STATEMENTS, **kwargs: Any) -> None:
+        """``most``: the statements one answer may hold (1 to ``MAX_STATEMENTS``), so that an answer fits
+        its token budget: a schema-bound model closes the list there instead of being cut off mid-JSON."""
         super().__init__(llm, retries, max_chars, **kwargs)
+        if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= MAX_STATEMENTS:
+            raise ValueError(f"most must be an integer from 1 to {MAX_STATEMENTS}, got {most!r}")
         self.acts = acts
-        if not acts:  # an instance's own schema, without the acts
-            self.SCHEMA = {**self.SCHEMA, "required": ["statements"],
-                           "properties": {"statements": self.SCHEMA["properties"]["statements"]}}
+        self.most = most
+        if not acts or most != MAX_STATEMENTS:  # an instance's own schema
+            statements = {**self.SCHEMA["properties"]["statements"], "maxItems": most}
+            properties = {**self.SCHEMA["properties"], "statements": statements} if acts else {"statements": statements}
+            self.SCHEMA = {**self.SCHEMA, "required": sorted(properties), "properties": properties}
 
     def prompt(self, text: str) -> str:
         """What the model is asked about ``text``."""
         shape = ('{{"statements": [' + self._STATEMENT + ']'
                  + (', "acts": [{{"text": "...", "act": "statement"}}]' if self.acts else '') + '}}')
-        return self.PROMPT.format(acts=self._ACTS if self.acts else "", most=MAX_STATEMENTS,
+        return self.PROMPT.format(acts=self._ACTS if self.acts else "", most=self.most,
                                   shape=shape.format(), text=text[: self.max_chars * 4])
 
     @staticmethod
@@ -181,10 +190,12 @@ class LLMExtractor(AskingPlugin):
 @hookimpl(tryfirst=True)
 def portamem_extract(text: str, context: WriteContext) -> Extraction | None:
     """The model extractor ``Settings.llm_extract`` turns on: the formation worker hands it the configured
-    model (``WriteContext.model``); statements only, within ``llm_extract_max_tokens`` and ``llm_timeout_s``
-    for every try together, else None and the rules read the turn."""
+    model (``WriteContext.model``); statements only, as many as ``llm_extract_max_tokens`` holds
+    (``TOKENS_PER_STATEMENT``), within ``llm_timeout_s`` for every try together, else None and the rules read
+    the turn."""
     if not context.formation or context.model is None:
         return None
-    settings = context.settings
-    return LLMExtractor(context.model, retries=1, acts=False, max_tokens=settings.llm_extract_max_tokens,
-                        budget_s=settings.llm_timeout_s).portamem_extract(text, context)
+    tokens = context.settings.llm_extract_max_tokens
+    return LLMExtractor(context.model, retries=1, acts=False, max_tokens=tokens,
+                        most=max(1, min(MAX_STATEMENTS, tokens // TOKENS_PER_STATEMENT)),
+                        budget_s=context.settings.llm_timeout_s).portamem_extract(text, context)

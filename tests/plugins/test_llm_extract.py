@@ -177,3 +177,15 @@ def test_a_clause_read_while_its_user_is_erased_is_not_written(tmp_path, embedde
         assert again.list_memories(user_id="u", filters={"statuses": ["active", "superseded", "deleted",
                                                                       "pending"]}) == []
         assert again.stats().formation.pending == 0
+
+
+def test_most_bounds_the_statements_the_schema_and_prompt_ask_for() -> None:
+    few = LLMExtractor(lambda p: "", most=3)
+    assert few.SCHEMA["properties"]["statements"]["maxItems"] == 3 and "At most 3 statements" in few.prompt("x")
+    assert few.SCHEMA["required"] == ["acts", "statements"]  # with acts, both still asked for
+    assert LLMExtractor.SCHEMA["properties"]["statements"]["maxItems"] == 8  # the class's own is untouched
+    alone = LLMExtractor(lambda p: "", acts=False, most=2)
+    assert alone.SCHEMA["required"] == ["statements"] and list(alone.SCHEMA["properties"]) == ["statements"]
+    for bad in (0, 9, True, "3"):
+        with pytest.raises(ValueError, match="most"):
+            LLMExtractor(lambda p: "", most=bad)
