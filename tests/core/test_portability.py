@@ -458,3 +458,13 @@ def test_the_cli_import_leaves_another_agents_record_alone(tmp_path, embedder) -
     with Memory(settings=Settings(path=str(store)), embedder=embedder) as mem:
         assert mem.get_memory(theirs.memory_id, user_id="u").content == theirs.content
         assert sorted(r.agent_id for r in mem.list_memories(user_id="u")) == ["sales", "support"]
+
+
+@pytest.mark.parametrize("path", ["\x00", "backup\x00.jsonl"])
+def test_a_path_with_a_nul_is_a_validation_error_for_export_and_a_format_error_for_import(memory: Memory,
+                                                                                         path: str) -> None:
+    from portamem.errors import ValidationError
+    with pytest.raises(ValidationError, match="NUL"):
+        memory.export(path, user_id="ann")
+    with pytest.raises(ImportFormatError):
+        memory.import_(path)

@@ -75,6 +75,8 @@ def export_jsonl(
     include_deleted = check.check_flag("include_deleted", include_deleted)
     if isinstance(fp, str) and not fp.strip():
         raise ValidationError("export needs a file path, got an empty string")
+    if isinstance(fp, (str, Path)) and "\x00" in str(fp):
+        raise ValidationError("an export path cannot hold a NUL character")
     if not isinstance(fp, (str, Path)) and not callable(getattr(fp, "write", None)):
         raise ValidationError(f"export needs a path or a text stream, got {type(fp).__name__}")
     records, lines = _export_lines(parts, tenant_id, user_id, include_embeddings, include_deleted)
