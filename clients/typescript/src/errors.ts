@@ -64,6 +64,18 @@ export class StoreUnreachableError extends StoreOpenError {
 }
 /** A storage backend's driver is missing on the server. */
 export class BackendNotInstalledError extends StoreOpenError {}
+/**
+ * The PostgreSQL database named for the vector index has no pgvector and it cannot be created there;
+ * `url` is that database (password masked).
+ */
+export class VectorExtensionMissingError extends StoreOpenError {
+  readonly url: string | undefined;
+
+  constructor(message: string, details: ErrorDetails & { url?: string } = {}) {
+    super(message, details);
+    this.url = details.url;
+  }
+}
 /** The vector index did not catch up in time (`flush` with a timeout); the records are stored. */
 export class IndexingTimeoutError extends StoreError {}
 /** The embedding model could not be loaded or failed to encode. */
@@ -124,6 +136,7 @@ export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.freeze
   StoreLockedError,
   StoreUnreachableError,
   BackendNotInstalledError,
+  VectorExtensionMissingError,
   IndexingTimeoutError,
   EmbeddingError,
   EmbeddingModelMismatchError,

@@ -22,6 +22,7 @@ import {
   StoreUnreachableError,
   UnsupportedContentError,
   ValidationError,
+  VectorExtensionMissingError,
   errorFromResponse,
   type RetryEvent,
   type SaveRequest,
@@ -76,6 +77,8 @@ describe("error classes", () => {
     assert.ok(new OverloadedError("x") instanceof StoreError);
     assert.ok(new IndexingTimeoutError("x") instanceof StoreError);
     assert.ok(new StoreUnreachableError("x") instanceof StoreError);
+    const missing = new VectorExtensionMissingError("x", { url: "postgresql://db" });
+    assert.ok(missing instanceof StoreError && missing.url === "postgresql://db");
     assert.ok(new PayloadTooLargeError("x") instanceof ValidationError);
     assert.ok(new HostNotAllowedError("x") instanceof PermissionDeniedError);
   });
