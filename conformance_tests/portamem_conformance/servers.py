@@ -266,21 +266,29 @@ def fresh_database(server_url: str) -> Iterator[str]:
 
 @contextmanager
 def fresh_milvus_database(uri: str) -> Iterator[str]:
-    """A new Milvus database for one test (``uri/<name>``), its collections and itself dropped afterwards."""
+    """A new Milvus database for one test (``uri/<name>``), its collections and itself dropped afterwards.
+
+    Each step opens a connection of its own (``dedicated``) and closes it: a connection held, or shared by
+    pymilvus, over a long test sits idle, its keepalive pings earn the server's GOAWAY ("too many pings"),
+    and the teardown's reconnect on it failed."""
     from pymilvus import MilvusClient
 
     name = f"t_{uuid.uuid4().hex[:16]}"
     scoped = f"{uri.rstrip('/')}/{name}"
-    admin = MilvusClient(uri=uri)
+    admin = MilvusClient(uri=uri, dedicated=True)
     try:
         admin.create_database(name)
-        yield scoped
-        inside = MilvusClient(uri=scoped)  # Milvus 2.3 lacks DescribeDatabase, which use_database calls
-        try:
-            for collection in inside.list_collections():
-                inside.drop_collection(collection)
-        finally:
-            inside.close()
+    finally:
+        admin.close()
+    yield scoped
+    inside = MilvusClient(uri=scoped, dedicated=True)  # Milvus 2.3 lacks DescribeDatabase, which use_database calls
+    try:
+        for collection in inside.list_collections():
+            inside.drop_collection(collection)
+    finally:
+        inside.close()
+    admin = MilvusClient(uri=uri, dedicated=True)
+    try:
         admin.drop_database(name)
     finally:
         admin.close()
