@@ -29,7 +29,8 @@ from ..errors import StoreError, StoreOpenError, ValidationError, VectorExtensio
 from ..filters import SearchFilters
 from ..records import MemoryRecord
 from .dialect import open_engine, safe_url
-from .vectors import _SOURCE_CODE, _TRUST_CODE, _TYPE_CODE, VectorHit, collection_name, opt_key, scope_key
+from .vectors import _SOURCE_CODE, _TRUST_CODE, _TYPE_CODE, VectorHit, collection_name, index_row, opt_key, \
+    scope_key
 
 __all__ = ["PgVectorIndex", "table_name", "is_pgvector_uri", "PGVECTOR"]
 
@@ -150,16 +151,7 @@ class PgVectorIndex:
 
     # ---------------------------------------------------------------- writes
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        rows = []
-        for r in records:
-            if r.embedding is None or len(r.embedding) != self.dim:
-                raise StoreError(f"record {r.memory_id} has no {self.dim}-d embedding for {self.model}")
-            rows.append({
-                "id": r.memory_id, "scope": scope_key(r.tenant_id, r.user_id), "embedding": _literal(r.embedding),
-                "type": _TYPE_CODE[r.type], "source": _SOURCE_CODE[r.source], "trust": _TRUST_CODE[r.trust],
-                "session": opt_key("session", r.session_id), "agent": opt_key("agent", r.agent_id),
-                "created_at": r.created_at.timestamp(), "importance": float(r.importance),
-            })
+        rows = [{**index_row(r, self.dim, self.model), "embedding": _literal(r.embedding)} for r in records]
         if not rows:
             return
         cols = ("scope", "embedding", "type", "source", "trust", "session", "agent", "created_at", "importance")

@@ -54,8 +54,8 @@ from ..records import MemoryRecord, MemoryType, Source, Trust
 from . import indexserver
 from .quiet import LOCAL_CHANNEL_OPTIONS, lite_iteration
 
-__all__ = ["MilvusVectorIndex", "is_server_uri", "IndexRestarting", "VectorHit", "scope_key", "collection_name", "collection_schema",
-           "opt_key"]
+__all__ = ["MilvusVectorIndex", "is_server_uri", "IndexRestarting", "VectorHit", "scope_key", "index_row",
+           "collection_name", "collection_schema", "opt_key"]
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,24 @@ def collection_schema(dim: int) -> Any:
     s.add_field("created_at", DataType.DOUBLE)
     s.add_field("importance", DataType.DOUBLE)
     return s
+
+
+def index_row(record: MemoryRecord, dim: int, model: str) -> dict[str, Any]:
+    """The columns a vector index keeps beside a record's vector, the ones its filters narrow by (each
+    index adds the vector in its own form); a ``StoreError`` for a record without a ``dim``-d embedding."""
+    if record.embedding is None or len(record.embedding) != dim:
+        raise StoreError(f"record {record.memory_id} has no {dim}-d embedding for {model}")
+    return {
+        "id": record.memory_id,
+        "scope": scope_key(record.tenant_id, record.user_id),
+        "type": _TYPE_CODE[record.type],
+        "source": _SOURCE_CODE[record.source],
+        "trust": _TRUST_CODE[record.trust],
+        "session": opt_key("session", record.session_id),
+        "agent": opt_key("agent", record.agent_id),
+        "created_at": record.created_at.timestamp(),
+        "importance": float(record.importance),
+    }
 
 
 class IndexRestarting(StoreUnreachableError):
@@ -405,21 +423,9 @@ class MilvusVectorIndex:
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         rows: list[tuple[int, dict[str, Any]]] = []
         for r in records:
-            if r.embedding is None or len(r.embedding) != self.dim:
-                raise StoreError(f"record {r.memory_id} has no {self.dim}-d embedding for {self.model}")
-            key = scope_key(r.tenant_id, r.user_id)
-            rows.append((key, {
-                "id": r.memory_id,
-                "vec": np.asarray(r.embedding, dtype=np.float32),
-                "scope": key,
-                "type": _TYPE_CODE[r.type],
-                "source": _SOURCE_CODE[r.source],
-                "trust": _TRUST_CODE[r.trust],
-                "session": opt_key("session", r.session_id),
-                "agent": opt_key("agent", r.agent_id),
-                "created_at": r.created_at.timestamp(),
-                "importance": float(r.importance),
-            }))
+            row = index_row(r, self.dim, self.model)
+            row["vec"] = np.asarray(r.embedding, dtype=np.float32)
+            rows.append((row["scope"], row))
         if self.deferred:
             self._note([(row["id"], (key, row)) for key, row in rows])
         else:
