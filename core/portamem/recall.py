@@ -21,7 +21,7 @@ from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format
 from .errors import NotFoundError
 from .filters import SearchFilters, for_agent
 from .records import SearchHit, Status, Tier, ended_by, utcnow
-from .write.validation import check_id
+from .write.validation import check_id, check_texts
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -89,7 +89,7 @@ def recall(
     if plan is None and settings.recall_gate and not needs_recall(
             memory, query, user_id=check_id(settings, "user_id", user_id), tenant_id=tenant_id):
         return []
-    shown = list(shown)
+    shown = check_texts("shown", shown)  # as search_memory checks it: a typed error, not a TypeError
     scoped = for_agent(SearchFilters.coerce(filters), agent_id)
     filters = None if filters is None and agent_id is None else scoped
     # "where did I live in March?": the value that held then, over the current one (portamem.read.asof)

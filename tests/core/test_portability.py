@@ -34,6 +34,7 @@ def test_export_import_round_trip_gives_same_search(tmp_path, embedder) -> None:
     src.add_turn("is it going to rain?", "light rain after 5 pm", user_id="lena", session_id="s1")
     before = _results(src, "lena")
     src.save_memory("Another user's secret: vault code 7731.", user_id="other")
+    src.flush()  # the indexer's review settles each record before it is read as the export will read it
     records_before = {r.memory_id: r.to_dict() for r in src.list_memories(user_id="lena")}
     path = tmp_path / "lena.jsonl"
     assert src.export(path, user_id="lena") == len(FACTS)

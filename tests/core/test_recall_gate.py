@@ -38,3 +38,11 @@ def test_a_bare_pronoun_is_no_reference_and_a_mentioned_thing_is(known: Memory) 
     # an entity the user's memories hold is a reference too; another user's is not
     assert needs_recall(known, "Is the flight to Lisbon still on Friday?", user_id="u")
     assert not needs_recall(known, "Is the flight to Lisbon still on Friday?", user_id="someone-else")
+
+
+@pytest.mark.parametrize("shown", [None, "a text", [1]])
+def test_recall_refuses_shown_that_is_not_a_list_of_texts(memory: Memory, shown) -> None:
+    from portamem import recall
+    from portamem.errors import ValidationError
+    with pytest.raises(ValidationError, match="shown"):
+        recall(memory, "tea", user_id="u", shown=shown)
