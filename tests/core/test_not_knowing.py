@@ -1,6 +1,7 @@
 """A personal question naming a thing of the user's that no memory mentions ("What does my wife do?",
 "我老婆做什么工作？") recalls nothing (``portamem.read.candidates.asked_things``,
-``Settings.unknown_thing_penalty``), while a question about a thing that was mentioned still finds it."""
+``Settings.unknown_thing_penalty``; a relative, ``asked_relations``, by any word of the relation), while a
+question about a thing that was mentioned still finds it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from portamem import Memory, Settings
 from portamem.errors import ConfigError
-from portamem.read.candidates import asked_things
+from portamem.read.candidates import asked_relations, asked_things
 from portamem.recall import recall
 
 T0 = datetime(2026, 9, 1, 9, 0, tzinfo=timezone.utc)
@@ -29,6 +30,7 @@ LATER = T0 + timedelta(days=40)
     ("我的教练是谁？", ["教练"]),
     ("我现在用什么手机？", []),  # 现在 is a time, not a thing
     ("我住在哪里？", []),  # 住 is a verb
+    ("我哥住在哪里？", ["哥"]),  # the tokenizer keeps 我哥 whole
 ])
 def test_a_personal_question_names_the_users_things(question: str, things: list[str]) -> None:
     assert asked_things(question) == things
@@ -49,8 +51,8 @@ def test_a_person_never_mentioned_recalls_nothing(memory: Memory) -> None:
 
 
 def test_a_thing_never_mentioned_costs_the_penalty_of_each_hit(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
-    # "我老婆做什么工作？" meets the user's own work by meaning: without the word 老婆 in any memory each hit
-    # keeps (1 - unknown_thing_penalty) of its score
+    # "我的车是什么牌子？" meets the user's commute by meaning: without the word 车 in any memory each hit keeps
+    # (1 - unknown_thing_penalty) of its score (a car is often named by its make alone: the penalty is a share)
     scores = {}
     for penalty in (0.0, 0.5):
         mem = Memory(settings=Settings(path=str(tmp_path / str(penalty)), unknown_thing_penalty=penalty),
@@ -58,7 +60,7 @@ def test_a_thing_never_mentioned_costs_the_penalty_of_each_hit(tmp_path, embedde
         try:
             _intro(mem)
             scores[penalty] = {h.content: h.score
-                               for h in mem.search_memory("我老婆做什么工作？", user_id="sam", now=LATER)}
+                               for h in mem.search_memory("我的车是什么牌子？", user_id="sam", now=LATER)}
         finally:
             mem.close()
     assert scores[0.0] and scores[0.5]
@@ -80,6 +82,53 @@ def test_a_thing_named_with_its_category_answers(memory: Memory) -> None:
     memory.flush()
     hits = recall(memory, "What breed is my dog?", user_id="sam", now=LATER)
     assert hits and "greyhound" in hits[0].content
+
+
+@pytest.mark.parametrize(("question", "first"), [
+    ("What does my wife do for a living?", "wife"),
+    ("Where does my brother live?", "brother"),  # "live" is the verb, the brother the person
+    ("What's my son's birthday?", "son"),
+    ("What's my brother's wife called?", "brother"),  # the brother's wife: the first relation is the user's
+    ("What breed is my dog?", None),  # a pet is a thing: introduced by its breed as often as not
+    ("Who is Dana's husband?", None),  # someone else's
+    ("我老婆做什么工作？", "老婆"),
+    ("我哥住在哪里？", "哥"),  # the tokenizer keeps 我哥 whole
+    ("我的女儿几岁了？", "女儿"),
+    ("我的车是什么牌子？", None),
+])
+def test_a_question_names_the_users_relatives(question: str, first: str | None) -> None:
+    groups = asked_relations(question)
+    assert [g[0] for g in groups] == ([first] if first else [])
+    if first:
+        assert len(groups[0]) > 1  # every word of the relation, in both languages
+
+
+@pytest.mark.parametrize("question", ["What does my wife do for a living?", "Where does my brother live?",
+                                      "我老婆做什么工作？", "我哥住在哪里？"])
+def test_a_relative_never_named_recalls_nothing_whatever_the_thing_penalty(tmp_path, embedder, question: str) -> None:  # type: ignore[no-untyped-def]
+    mem = Memory(settings=Settings(path=str(tmp_path), unknown_thing_penalty=0.0), embedder=embedder)
+    try:
+        _intro(mem)
+        assert recall(mem, question, user_id="sam", now=LATER) == []
+        assert mem.search_memory(question, user_id="sam", now=LATER) == []
+    finally:
+        mem.close()
+
+
+@pytest.mark.parametrize(("said", "question", "answer"), [
+    ("Ana and I got married last spring; she teaches chemistry at a sixth-form college.",
+     "What does my wife do for a living?", "chemistry"),
+    ("我哥哥在深圳做程序员，在南山区租房。", "我哥住在哪里？", "南山"),
+    ("我妈妈在老家开了一家小卖部。", "我妈是做什么的？", "小卖部"),
+])
+def test_a_relative_named_by_another_word_of_the_relation_answers(memory: Memory, said: str, question: str,
+                                                                 answer: str) -> None:
+    _intro(memory)
+    memory.save_memory(said, user_id="sam", created_at=T0 + timedelta(days=10))
+    memory.flush()
+    # the relative is known by another word of the relation: the answer is recalled
+    hits = recall(memory, question, user_id="sam", now=LATER)
+    assert any(answer in h.content for h in hits)
 
 
 def test_the_penalty_is_a_share() -> None:

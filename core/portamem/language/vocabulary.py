@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CHANGE_VERBS", "CHANGE", "CHANGE_OR_FORMER", "DATE", "AMOUNT", "CURRENCY", "value_kinds"]
+__all__ = ["CHANGE_VERBS", "CHANGE", "CHANGE_OR_FORMER", "DATE", "AMOUNT", "CURRENCY", "value_kinds", "relation_words"]
 
 #: English verbs of change, as a regex alternation (for templates: "my {attribute} was {verb} to {value}")
 CHANGE_VERBS = (
@@ -72,3 +72,51 @@ _KINDS = (("weekday", re.compile(_WEEKDAY, re.I)), ("date", re.compile(_CALENDAR
 def value_kinds(text: str) -> set[str]:
     """The kinds of value a text gives: a weekday, a calendar date, an amount of money, a clock time."""
     return {kind for kind, pattern in _KINDS if pattern.search(text)}
+
+
+#: the user's family by their relation to the user, each with the words that name that relation
+#: (whatever the language of the conversation: a user may write either): a closed class, unlike the things a
+#: user owns. A person of the user's named in a question ("my wife", "我老婆") is someone the store knows of
+#: only where some memory names the relation with one of its words ("my wife Ana", "Ana and I got married")
+_RELATIONS = (
+    ("wife", "wives", "missus", "spouse", "married", "老婆", "妻子", "太太", "爱人", "媳妇", "夫人"),
+    ("husband", "hubby", "spouse", "married", "老公", "丈夫", "先生", "爱人"),
+    ("partner", "wife", "husband", "spouse", "boyfriend", "girlfriend", "fiancé", "fiancée", "fiance", "fiancee",
+     "married", "对象", "伴侣", "老婆", "老公", "男朋友", "女朋友", "未婚夫", "未婚妻"),
+    ("boyfriend", "bf", "partner", "fiancé", "fiance", "男朋友", "男友", "对象", "未婚夫"),
+    ("girlfriend", "gf", "partner", "fiancée", "fiancee", "女朋友", "女友", "对象", "未婚妻"),
+    ("fiancé", "fiance", "fiancée", "fiancee", "engaged", "未婚夫", "未婚妻", "男朋友", "女朋友"),
+    ("son", "sons", "kid", "kids", "child", "children", "儿子", "孩子", "娃", "宝宝"),
+    ("daughter", "daughters", "kid", "kids", "child", "children", "女儿", "闺女", "孩子", "娃", "宝宝"),
+    ("kid", "kids", "child", "children", "son", "daughter", "baby", "孩子", "儿子", "女儿", "娃", "宝宝"),
+    ("mum", "mom", "mother", "mama", "parents", "妈", "妈妈", "母亲", "老妈", "父母"),
+    ("dad", "father", "papa", "parents", "爸", "爸爸", "父亲", "老爸", "父母"),
+    ("parents", "mum", "mom", "mother", "dad", "father", "父母", "爸妈", "爸", "妈"),
+    ("brother", "brothers", "bro", "哥", "哥哥", "弟", "弟弟", "兄弟"),
+    ("sister", "sisters", "sis", "姐", "姐姐", "妹", "妹妹", "姐妹"),
+    ("grandma", "grandmother", "granny", "nana", "奶奶", "外婆", "姥姥"),
+    ("grandpa", "grandfather", "grandad", "granddad", "爷爷", "外公", "姥爷"),
+    ("uncle", "叔叔", "舅舅", "伯伯", "姑父", "姨父"),
+    ("aunt", "auntie", "aunty", "阿姨", "姑姑", "姨", "舅妈", "婶婶"),
+    ("cousin", "cousins", "表哥", "表姐", "表妹", "表弟", "堂哥", "堂姐", "堂妹", "堂弟"),
+)
+#: each word's group: the group it heads, else the first that holds it ("mother" -> the group of "mum")
+_RELATION_OF: dict[str, tuple[str, ...]] = {}
+for _group in _RELATIONS:
+    _RELATION_OF.setdefault(_group[0], _group)
+for _group in _RELATIONS:
+    for _word in _group[1:]:
+        _RELATION_OF.setdefault(_word, _group)
+
+
+def relation_words(word: str) -> tuple[str, ...] | None:
+    """The words naming the relation ``word`` names ("wife" -> wife, missus, spouse, married, 老婆, ...; "哥"
+    -> 哥, 哥哥, brother, ...), or None when ``word`` names no relation of the user's. Forms that add 我
+    ("我哥", as the tokenizer keeps them) are included for the Chinese words."""
+    w = word.lower()
+    group = _RELATION_OF.get(w)
+    if group is None:
+        return None
+    group = tuple(dict.fromkeys((w,) + group))
+    cjk = [x for x in group if any("\u4e00" <= c <= "\u9fff" for c in x)]
+    return tuple(dict.fromkeys(group + tuple("我" + x for x in cjk)))

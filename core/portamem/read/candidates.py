@@ -27,6 +27,7 @@ from ..storage.schema import keyword_text
 from ..storage.sql import RecordStore
 from ..storage.vectors import MilvusVectorIndex
 from ..language.text import STOPWORDS, has_cjk, query_tokens, tokenize
+from ..language.vocabulary import relation_words
 from .calibration import Calibration, Hubness, calibration_for, vector_score
 from .replica import UserVectors
 from .slots import asked_slots, states_slot
@@ -129,15 +130,52 @@ def asked_things(question: str) -> list[str]:
 
         words = [w for w in rjieba.cut(question) if w.strip()]
         for i, word in enumerate(words):
-            if word not in _MINE_ZH:
+            if word in _MINE_ZH:
+                nxt = next((w for w in words[i + 1:i + 3] if w not in ("的", "家")), "")
+            elif word[0] == "我" and len(word) > 1 and relation_words(word[1:]):  # kept whole: "我哥", "我妈"
+                nxt = word[1:]
+            else:
                 continue
-            nxt = next((w for w in words[i + 1:i + 3] if w not in ("的", "家")), "")
             # the word on its own: a noun (狗, 老婆, 牙医) or a character jieba leaves untagged (车), not a
             # verb or a time (住, 现在)
             tags = rjieba.tag(nxt) if nxt else []
             if len(tags) == 1 and (tags[0][1].startswith("n") or tags[0][1] in ("vn", "zg")):
                 out.append(nxt)
     return list(dict.fromkeys(out))
+
+
+def asked_relations(question: str) -> list[list[str]]:
+    """The people of the user's a personal question names by their relation ("What does my wife do?",
+    "Where does my brother live?", "What's my son's birthday?", "我哥住在哪里？", "我老婆做什么工作？"), each
+    as the words that name that relation (``portamem.language.vocabulary.relation_words``). Unlike a thing
+    the user owns (a dog is often introduced by its breed), a person of the user's is introduced by the
+    relation ("my wife Ana", "Ana and I got married"): a question about one no memory names by any of
+    those words is about nothing stored, as a question for an identifier never given is
+    (``Candidate.unknown_asked``)."""
+    out: list[list[str]] = []
+    for m in _POSSESSED_EN.finditer(question):
+        if not re.match(r"(?:my|our)\b", m.group(0), re.I):
+            continue
+        for word in re.split(r"['’]s\b|\s+", m.group(1)):
+            words = relation_words(word) if word else None
+            if words:
+                out.append(list(words))
+                break  # "my brother's wife" is the brother's: the first relation is the user's
+    if has_cjk(question):
+        import rjieba
+
+        words = [w for w in rjieba.cut(question) if w.strip()]
+        for i, word in enumerate(words):
+            if word in _MINE_ZH:  # "我的哥哥", "我家老公"
+                nxt = next((w for w in words[i + 1:i + 3] if w not in ("的", "家")), "")
+            elif word[0] == "我" and len(word) > 1:  # the tokenizer keeps "我哥", "我妈" whole
+                nxt = word[1:]
+            else:
+                continue
+            found = relation_words(nxt) if nxt else None
+            if found:
+                out.append(list(found))
+    return [list(g) for g in dict.fromkeys(tuple(g) for g in out)]
 
 
 #: ``Candidate.raw`` key of the vector component scored on the background of the question's own language
@@ -162,7 +200,8 @@ class Candidate:
     #: someone or something never mentioned is probably about nothing stored (``Settings.unknown_entity_penalty``)
     unknown_entities: float = 0.0
     #: share (0..1) of the things whose identifier the query asks for ("my passport number") that no
-    #: memory mentions: nothing stored can give that value (``Settings.unknown_asked_penalty``)
+    #: memory mentions: nothing stored can give that value (``Settings.unknown_asked_penalty``); a relative
+    #: of the user's no memory names ("my wife", ``asked_relations``) counts likewise
     unknown_asked: float = 0.0
     #: share (0..1) of the things of the user's the query names ("my wife") that no memory mentions
     #: (``asked_things``, ``Settings.unknown_thing_penalty``)
@@ -331,7 +370,11 @@ class CandidateFinder:
             self._score_entities(entity_weights, bm25_idf(n_user + PRIOR_DOCS, 1), found)
             unknown, unasked = self._unknown_shares(query_entities, unheld, asked_identifiers(query), tenant_id,
                                                     user_id, n_user)
-            things = [[w] for w in asked_things(query)]
+            relations = asked_relations(query)
+            if relations:  # a relative never named, like an identifier never given: nothing stored answers
+                unasked = 1.0 - (1.0 - unasked) * (1.0 - self._unknown_shares([], [], relations, tenant_id,
+                                                                              user_id, n_user)[1])
+            things = [list(relation_words(w) or (w,)) for w in asked_things(query)]  # a relative by any word of it
             unthing = self._unknown_shares([], [], things, tenant_id, user_id, n_user)[1] if things else 0.0
             for cand in found.values():
                 cand.unknown_entities, cand.unknown_asked, cand.unknown_thing = unknown, unasked, unthing
