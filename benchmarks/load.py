@@ -36,6 +36,13 @@ model server and the hog took beside the serving process.
     python benchmarks/load.py --open-loop --users 500 --think 30 --seconds 120 --only server \
         --embedder multilingual-e5-small-q4 --llm local --hog
 
+The stores are wherever the environment's settings put them: ``PORTAMEM_DB_URL`` (a PostgreSQL
+database, empty) and ``PORTAMEM_VECTOR_URI`` (``pgvector``, or a Milvus server) run the server phase on
+them; with both phases they would share that database, so use ``--only server`` there.
+
+    PORTAMEM_DB_URL=postgresql+psycopg://postgres@127.0.0.1:5432/load PORTAMEM_VECTOR_URI=pgvector \
+        python benchmarks/load.py --open-loop --users 500 --think 30 --seconds 120 --only server
+
 The default embedder is the fast one (use-multilingual-v3, ~900 texts/s on 2 cores): with
 synchronous indexing a save waits for its embedding, so the e5 model (~36 texts/s) bounds the
 write rate far below the queue's. The client is a minimal HTTP/1.1 keep-alive client over asyncio
@@ -370,7 +377,17 @@ async def _open_users(users: int, seconds: float, think: float, step: Any, figur
     await _settle_lags(figures, db_path, timeout=120.0)
 
 
+_ENGINES: dict[str, sa.engine.Engine] = {}
+
+
 def _indexed(db_path: str, ids: list[str]) -> set[str]:
+    """Which of ``ids`` the store marks indexed: ``db_path`` a SQLite file, or the URL of a server database."""
+    if "://" in db_path:  # PostgreSQL (the server's PORTAMEM_DB_URL)
+        engine = _ENGINES.get(db_path) or _ENGINES.setdefault(db_path, sa.create_engine(db_path, pool_size=1))
+        query = sa.text("SELECT memory_id FROM memories WHERE indexed = 1 AND memory_id IN :ids").bindparams(
+            sa.bindparam("ids", expanding=True))
+        with engine.connect() as conn:
+            return {r[0] for lo in range(0, len(ids), 500) for r in conn.execute(query, {"ids": ids[lo:lo + 500]})}
     db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
     try:
         out: set[str] = set()
@@ -410,6 +427,7 @@ async def _settle_lags(figures: Figures, db_path: str, timeout: float) -> None:
 
 
 def _sqlite_path(db_url: str) -> str:
+    """The SQLite file of a ``sqlite:///`` URL; another database's URL as it is."""
     return db_url.removeprefix("sqlite:///")
 
 

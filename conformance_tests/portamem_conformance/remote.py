@@ -49,10 +49,11 @@ class ServerProcess:
     def __init__(self, path: Path, *, args: tuple[str, ...] = (), env: dict[str, str] | None = None,
                  timeout: float = 240.0) -> None:
         self.path = Path(path)
-        self.db_url = Settings(path=str(self.path)).resolved_db_url
+        environ = {**os.environ, **(env or {})}
+        # the server's own settings (its environment's PORTAMEM_DB_URL: a PostgreSQL store under a backend env)
+        self.db_url = Settings.load(env=environ, path=str(self.path)).resolved_db_url
         cmd = [sys.executable, "-m", "portamem", "--path", str(self.path), "serve", "--port", "0", *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env={**os.environ, **(env or {})})
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ)
         self.output: list[str] = []
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None

@@ -105,6 +105,32 @@ def test_search_equals_brute_force_per_user_and_tenant(open_index: Callable[...,
                 _assert_same(index.search(tenant, user, q, 10, f), _brute(records, q, f, 10))
 
 
+@pytest.mark.parametrize("hnsw_above", [None, 1], ids=["exact", "hnsw"])
+def test_halfvec_search_equals_brute_force_up_to_half_precision(open_index: Callable[..., PgVectorIndex],
+                                                                hnsw_above: int | None) -> None:
+    """Vectors stored as halfvec (a table of their own): the same neighbours as brute force over the float32
+    vectors, scores within half precision's error, so only hits that nearly tie may swap."""
+    index = open_index(hnsw_above=hnsw_above, ef_search=1000, half=True)
+    assert index.name.endswith("_half") and index.name != open_index().name
+    records = _varied("ana", 300, 12)
+    index.upsert(records + _varied("ben", 50, 13))
+    rng = np.random.default_rng(8)
+    for f in FILTERS:
+        for _ in range(3):
+            q = rng.standard_normal(DIM).astype(np.float32)
+            q /= np.linalg.norm(q)
+            got, want = index.search("default", "ana", q, 10, f), _brute(records, q, f, 10)
+            assert len(got) == len(want)
+            assert [h.score for h in got] == pytest.approx([s for _, s in want], abs=2e-3)
+            scores = dict(_brute(records, q, f, len(records)))
+            for h, (m, s) in zip(got, want):
+                assert h.memory_id == m or abs(scores[h.memory_id] - s) < 4e-3, f"{h.memory_id} where brute force has {m}"
+    if hnsw_above is not None:
+        assert "_hnsw" in index.plan("default", "ana", np.asarray(records[0].embedding), 10, FILTERS[1], hnsw=True)
+    assert index.count() == 350 and "halfvec" in index.plan("default", "ana", np.asarray(records[0].embedding), 10,
+                                                            SearchFilters(), hnsw=False)
+
+
 def test_hnsw_path_walks_the_graph_and_falls_back_when_short(open_index: Callable[..., PgVectorIndex]) -> None:
     index = open_index(hnsw_above=1)
     records = _varied("ana", 200, 5)
@@ -186,6 +212,9 @@ def test_long_model_names_fit_postgres_identifiers() -> None:
     long = table_name("sentence-transformers/" + "x" * 120, 384)
     assert len(long) <= 63 and long.endswith("_384") and long != table_name("sentence-transformers/" + "y" * 120, 384)
     assert table_name("multilingual-e5-small-q4", 384) == "portamem_multilingual_e5_small_q4_384"
+    assert table_name("multilingual-e5-small-q4", 384, half=True) == "portamem_multilingual_e5_small_q4_384_half"
+    half = table_name("sentence-transformers/" + "x" * 120, 384, half=True)
+    assert len(half) <= 63 and half.endswith("_384_half") and half != long
 
 
 def test_settings_choose_the_index(tmp_path: Path) -> None:
@@ -221,6 +250,24 @@ def test_memory_on_one_database(database: str, tmp_path: Path, embedder) -> None
         mem.flush()
         assert mem.index.count() == 3
         assert mem.search_memory("cello teacher", user_id="ana")[0].record.content.startswith("My sister")
+
+
+def test_a_store_switched_to_halfvec_fills_its_table_from_the_records(database: str, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                     embedder) -> None:
+    settings = Settings(path=str(tmp_path / "s"), db_url=database, vector_uri="pgvector")
+    with Memory(settings=settings, embedder=embedder) as mem:
+        kept = mem.save_memory("The spare key is under the blue flowerpot.", user_id="ana", wait=True).memory_id
+        mem.save_memory("我每天早上喝一杯乌龙茶", user_id="ana", wait=True)
+        full = mem.index.name
+    with Memory(settings=settings.replace(vector_halfvec=True), embedder=embedder) as mem:
+        assert isinstance(mem.index, PgVectorIndex) and mem.index.half and mem.index.name == full + "_half"
+        mem.flush()
+        assert mem.index.count() == 2
+        assert mem.search_memory("Where is the key?", user_id="ana")[0].memory_id == kept
+        added = mem.save_memory("Bob's car is a red Volvo.", user_id="bob", wait=True).memory_id
+        assert mem.search_memory("what car does Bob drive", user_id="bob")[0].memory_id == added
+    with pytest.raises(ConfigError, match="vector_halfvec"):
+        Settings(vector_halfvec="yes")  # type: ignore[arg-type]
 
 
 def test_a_database_without_pgvector_says_how_to_get_it(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]

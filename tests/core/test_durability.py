@@ -1,5 +1,8 @@
 """A process killed with SIGKILL right after acknowledged saves, while the background indexer is behind,
-loses none of them: reopening indexes what the outbox still holds."""
+loses none of them: reopening indexes what the outbox still holds.
+
+Runs on the backend ``PORTAMEM_TEST_BACKEND`` names: the writer in its child process opens the test's store
+through ``Settings.load`` (the fixtures point ``PORTAMEM_DB_URL``/``PORTAMEM_VECTOR_URI`` at it)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from portamem import Memory, Settings, Status
-    mem = Memory(settings=Settings(path=sys.argv[1]))
+    mem = Memory(settings=Settings.load(path=sys.argv[1]))
     print("ready", flush=True)
     i = 0
     while True:
@@ -57,12 +60,11 @@ def _kill_after(path: str, acks_wanted: int, batch: int) -> tuple[list[str], int
 
 
 @pytest.mark.parametrize("batch", [1, 25])
-def test_kill_9_loses_no_acknowledged_write(tmp_path, embedder, batch: int) -> None:
-    path = str(tmp_path / "store")
-    acked, behind = _kill_after(path, 40, batch)
+def test_kill_9_loses_no_acknowledged_write(settings: Settings, embedder, batch: int) -> None:
+    acked, behind = _kill_after(settings.path, 40, batch)
     assert behind > 0  # killed with acknowledged writes still queued for the vector index
     user = "courier" if batch == 1 else "accounts"
-    with Memory(settings=Settings(path=path), embedder=embedder) as mem:
+    with Memory(settings=settings, embedder=embedder) as mem:
         assert set(acked) <= {r.memory_id for r in mem.list_memories(user_id=user)}
         # the reopened indexer drains the outbox: each acknowledged record is in the vector index,
         # or merged into an older one that is (the writer's texts include word-for-word repeats)
@@ -80,16 +82,40 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path, embedder, batch: int) -> N
             assert memory_id in [h.memory_id for h in hits]
 
 
-def test_reopen_repairs_a_lost_index(tmp_path, embedder) -> None:
-    """The index is derived: deleting it entirely loses nothing."""
+def _lose_index(settings: Settings, embedder) -> None:
+    """Delete the store's vector index entirely: milvus-lite's directory, the pgvector table, the Milvus collection."""
     import shutil
 
-    settings = Settings(path=str(tmp_path / "store"))
+    import sqlalchemy as sa
+
+    from portamem.storage.indexes import open_vector_index, vector_backend, vector_location
+    from portamem.storage.pgvector import table_name
+
+    kind = vector_backend(settings)
+    if kind == "milvus-lite":
+        shutil.rmtree(settings.resolved_vector_uri)
+    elif kind == "pgvector":
+        engine = sa.create_engine(vector_location(settings))
+        try:
+            with engine.begin() as conn:
+                conn.exec_driver_sql(f"DROP TABLE {table_name(embedder.name, embedder.dim)}")
+        finally:
+            engine.dispose()
+    else:
+        index = open_vector_index(settings, model=embedder.name, dim=embedder.dim)
+        try:
+            index.drop()
+        finally:
+            index.close()
+
+
+def test_reopen_repairs_a_lost_index(settings: Settings, embedder) -> None:
+    """The index is derived: deleting it entirely loses nothing."""
     with Memory(settings=settings, embedder=embedder) as mem:
         recs = mem.save_memories([f"Room {i} of the hotel has a sea view: {i % 2 == 0}." for i in range(12)],
                                  user_id="guest")
         mem.forget_memory([recs[0].memory_id], user_id="guest")
-    shutil.rmtree(settings.resolved_vector_uri)
+    _lose_index(settings, embedder)
     with Memory(settings=settings, embedder=embedder) as mem:
         mem.flush()
         assert mem.index.count() == 11

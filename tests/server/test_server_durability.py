@@ -1,4 +1,7 @@
-"""An acknowledged write survives kill -9 of the server, and the store reopens under a new server."""
+"""An acknowledged write survives kill -9 of the server, and the store reopens under a new server.
+
+Runs on the backend ``PORTAMEM_TEST_BACKEND`` names: the server opens the test's store through its
+environment (the fixtures point ``PORTAMEM_DB_URL``/``PORTAMEM_VECTOR_URI`` at it)."""
 
 from __future__ import annotations
 
@@ -7,12 +10,12 @@ from pathlib import Path
 
 import httpx
 
-from portamem import RemoteMemory
+from portamem import Memory, RemoteMemory, Settings, Status
 from portamem.client import SERVER_FILE, discover
 from portamem_conformance.remote import ServerProcess
 
 
-def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
+def test_every_acknowledged_write_survives_kill_9(tmp_path: Path, embedder) -> None:
     path = tmp_path / "store"
     server = ServerProcess(path)
     key = server.key("acme")
@@ -59,6 +62,15 @@ def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
     finally:
         again.stop()
     assert not (path / SERVER_FILE).exists()
+    # and each acknowledged write reached the vector index (the new server's indexer drained the outbox),
+    # or was merged into a record that did
+    with Memory(settings=Settings.load(path=str(path), tenant_id="acme"), embedder=embedder) as mem:
+        mem.flush()
+        assert mem.store.outbox_size() == 0
+        indexed = mem.index.ids()
+        for user_id, memory_id in acked:
+            record = mem.get_memory(memory_id, user_id=user_id)
+            assert memory_id in indexed or (record.status is Status.DELETED and record.superseded_by in indexed)
 
 
 def test_a_server_whose_indexer_worker_is_killed_loses_nothing(tmp_path: Path) -> None:

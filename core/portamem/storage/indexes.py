@@ -48,7 +48,8 @@ def open_vector_index(settings: Settings, *, model: str, dim: int, uri: str | No
     or the pgvector database's URL), for the embedding ``model`` of ``dim`` dimensions."""
     location = uri if uri is not None else vector_location(settings)
     if is_pgvector_uri(location):
-        return PgVectorIndex(location, model=model, dim=dim, hnsw_above=settings.vector_hnsw_above)
+        return PgVectorIndex(location, model=model, dim=dim, hnsw_above=settings.vector_hnsw_above,
+                             half=settings.vector_halfvec)
     return MilvusVectorIndex(location, model=model, dim=dim, token=settings.vector_token,
                              partition_per_user=settings.partition_per_user,
                              process="inline" if uri is not None else settings.resolved_vector_process,

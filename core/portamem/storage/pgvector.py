@@ -49,13 +49,15 @@ def is_pgvector_uri(uri: str | None) -> bool:
     return uri is not None and (uri == PGVECTOR or uri.startswith(("postgresql:", "postgresql+", "postgres:")))
 
 
-def table_name(model: str, dim: int) -> str:
-    """The model's table (``collection_name``), shortened with a hash to PostgreSQL's 63 characters."""
-    name = collection_name(model, dim)
+def table_name(model: str, dim: int, half: bool = False) -> str:
+    """The model's table (``collection_name``; ``_half`` after it for half-precision vectors), shortened
+    with a hash to PostgreSQL's 63 characters."""
+    tail = f"_{dim}_half" if half else f"_{dim}"
+    name = collection_name(model, dim) + ("_half" if half else "")
     if len(name) <= 63:
         return name
     digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
-    return f"{name[:63 - len(digest) - len(str(dim)) - 2]}_{digest}_{dim}"
+    return f"{name[:63 - len(digest) - len(tail) - 1]}_{digest}{tail}"
 
 
 _FORMATS: dict[int, str] = {}
@@ -91,9 +93,11 @@ class PgVectorIndex:
     SIZE_TTL_S = 30.0
 
     def __init__(self, url: str, *, model: str, dim: int, hnsw_above: int | None = None,
-                 ef_search: int = 200, max_scan_tuples: int = 200_000) -> None:
+                 ef_search: int = 200, max_scan_tuples: int = 200_000, half: bool = False) -> None:
         """``url``: a ``postgresql+psycopg://`` URL. ``hnsw_above``: users with at least this many rows
-        are searched through an HNSW index (built when set); None: every search is exact."""
+        are searched through an HNSW index (built when set); None: every search is exact. ``half``: the
+        vectors stored as pgvector's ``halfvec`` (2 bytes a value, in a table of their own) instead of
+        ``vector`` (4 bytes)."""
         if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= 16000:
             raise StoreOpenError(f"a pgvector index needs a dimension from 1 to 16000, got {dim!r}")
         if hnsw_above is not None and (isinstance(hnsw_above, bool) or not isinstance(hnsw_above, int)
@@ -102,7 +106,10 @@ class PgVectorIndex:
         self.uri = url
         self.model = model
         self.dim = dim
-        self.name = table_name(model, dim)
+        self.half = bool(half)
+        #: pgvector's type of the stored vectors and of the query
+        self.vtype = "halfvec" if self.half else "vector"
+        self.name = table_name(model, dim, self.half)
         if not _IDENT.match(self.name):
             raise StoreOpenError(f"not a table name: {self.name!r}")
         self.hnsw_above = hnsw_above
@@ -141,13 +148,13 @@ class PgVectorIndex:
                         "for the embedded milvus-lite index", safe_url(self.uri)) from exc
             conn.exec_driver_sql(
                 f"CREATE TABLE IF NOT EXISTS {t} (id text PRIMARY KEY, scope bigint NOT NULL, "
-                f"embedding vector({dim}) NOT NULL, type smallint NOT NULL, source smallint NOT NULL, "
+                f"embedding {self.vtype}({dim}) NOT NULL, type smallint NOT NULL, source smallint NOT NULL, "
                 "trust smallint NOT NULL, session bigint NOT NULL, agent bigint NOT NULL, "
                 "created_at double precision NOT NULL, importance double precision NOT NULL)")
             conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {t}_scope ON {t} (scope)")
             if self.hnsw_above is not None:
                 conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {t}_hnsw ON {t} "
-                                     "USING hnsw (embedding vector_cosine_ops)")
+                                     f"USING hnsw (embedding {self.vtype}_cosine_ops)")
 
     # ---------------------------------------------------------------- writes
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
@@ -156,7 +163,7 @@ class PgVectorIndex:
             return
         cols = ("scope", "embedding", "type", "source", "trust", "session", "agent", "created_at", "importance")
         stmt = sa.text(
-            f"INSERT INTO {self.name} (id, {', '.join(cols)}) VALUES (:id, :scope, CAST(:embedding AS vector), "
+            f"INSERT INTO {self.name} (id, {', '.join(cols)}) VALUES (:id, :scope, CAST(:embedding AS {self.vtype}), "
             ":type, :source, :trust, :session, :agent, :created_at, :importance) ON CONFLICT (id) DO UPDATE SET "
             + ", ".join(f"{c} = EXCLUDED.{c}" for c in cols))
         with self._begin() as conn:
@@ -251,10 +258,10 @@ class PgVectorIndex:
                                  "set_config('hnsw.max_scan_tuples', :mst, true), "
                                  "set_config('enable_seqscan', 'off', true)"),
                          {"ef": str(self.ef_search), "mst": str(self.max_scan_tuples)})
-            return sa.text(f"SELECT id, embedding <=> CAST(:q AS vector) AS d FROM {self.name} "
-                           f"WHERE scope + 0 = :scope{where} ORDER BY embedding <=> CAST(:q AS vector) LIMIT :k")
+            return sa.text(f"SELECT id, embedding <=> CAST(:q AS {self.vtype}) AS d FROM {self.name} "
+                           f"WHERE scope + 0 = :scope{where} ORDER BY embedding <=> CAST(:q AS {self.vtype}) LIMIT :k")
         # "d + 0": an ORDER BY the HNSW index cannot serve, so the btree finds the scope's rows and all are scored
-        return sa.text(f"SELECT id, d FROM (SELECT id, embedding <=> CAST(:q AS vector) AS d FROM {self.name} "
+        return sa.text(f"SELECT id, d FROM (SELECT id, embedding <=> CAST(:q AS {self.vtype}) AS d FROM {self.name} "
                        f"WHERE scope = :scope{where}) s ORDER BY d + 0, id LIMIT :k")
 
     def plan(self, tenant_id: str, user_id: str, vector: np.ndarray, k: int, filters: SearchFilters,
