@@ -15,6 +15,7 @@ from portamem import Memory, MemoryRecord
 from portamem.errors import ValidationError
 from portamem.filters import for_agent
 from portamem.messages import Message, aadd_messages
+from portamem.recall import prompt_text
 from portamem.records import from_iso
 
 from .events import foldable, from_event, text_of
@@ -39,15 +40,18 @@ def _entry_draft(entry: MemoryEntry, extra: Mapping[str, object] | None, agent_i
     }
 
 
-def to_entry(record: MemoryRecord) -> MemoryEntry:
+def to_entry(record: MemoryRecord, *, quote: bool = False) -> MemoryEntry:
     """A memory as ADK's ``MemoryEntry``: the entry ADK wrote comes back as written, any other is built
-    from the text (authored by ``user`` when the user said it)."""
+    from the text (authored by ``user`` when the user said it). With ``quote`` (a search's results, which
+    ADK puts into the prompt), a text of low trust is quoted and attributed instead (``prompt_text``)."""
     metadata = dict(record.metadata)
     adk = metadata.pop(ENTRY_KEY, None)
     adk = adk if isinstance(adk, dict) else {}
     content = types.Content.model_validate(adk["content"]) if "content" in adk else None
     if content is None or text_of(content) != record.content:  # edited since: the text is the truth
         content = types.Content(role="user", parts=[types.Part(text=record.content)])
+    if quote and prompt_text(record) != record.content:
+        content = types.Content(role="user", parts=[types.Part(text=prompt_text(record))])
     author = adk.get("author", "user" if record.source.value == "user" else None)
     return MemoryEntry(id=record.memory_id, content=content, author=author, custom_metadata=metadata,
                        timestamp=record.created_at.isoformat())
@@ -129,7 +133,7 @@ class PortamemMemoryService(BaseMemoryService):
             query, user_id=user_id, top_k=self.top_k, tenant_id=self.tenant(app_name),
             filters=for_agent(None, self.agent_id), touch=True,
         )
-        return SearchMemoryResponse(memories=[to_entry(h.record) for h in hits])
+        return SearchMemoryResponse(memories=[to_entry(h.record, quote=True) for h in hits])
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         """Forget the memory whose ``MemoryEntry.id`` is ``memory_id``."""

@@ -28,7 +28,7 @@ from typing_extensions import Self  # noqa: E402
 from portamem import Memory, MemoryRecord, SearchHit  # noqa: E402
 from portamem.errors import UnsupportedContentError, ValidationError  # noqa: E402
 from portamem.filters import for_agent  # noqa: E402
-from portamem.recall import DEFAULT_HEADER, arecall, format_memories  # noqa: E402
+from portamem.recall import DEFAULT_HEADER, arecall, format_memories, prompt_text  # noqa: E402
 from portamem.records import SYSTEM_METADATA_KEYS, to_iso  # noqa: E402
 
 from .messages import text_of  # noqa: E402
@@ -74,12 +74,13 @@ def _text(content: MemoryContent) -> str:
         "store a text description instead", mime)
 
 
-def to_content(hit: SearchHit | MemoryRecord, *, score: float | None = None) -> MemoryContent:
+def to_content(hit: SearchHit | MemoryRecord, *, score: float | None = None, quote: bool = True) -> MemoryContent:
     """A stored memory as AutoGen's ``MemoryContent``: its text (a dict for JSON), its MIME type, the
-    caller's metadata as given, and portamem's provenance under ``metadata["portamem"]``."""
+    caller's metadata as given, and portamem's provenance under ``metadata["portamem"]``. A text of low trust
+    is quoted and attributed (``prompt_text``), as every prompt shows it, unless ``quote`` is false."""
     record = hit.record if isinstance(hit, SearchHit) else hit
     mime = str(record.metadata.get(MIME_KEY) or MemoryMimeType.TEXT.value)
-    content: Any = record.content
+    content: Any = prompt_text(record) if quote else record.content
     if mime == MemoryMimeType.JSON.value:
         try:
             content = json.loads(record.content)

@@ -9,6 +9,7 @@ from crewai.memory.types import MemoryRecord as CrewRecord
 
 from portamem import MemoryRecord
 from portamem.errors import ValidationError
+from portamem.recall import prompt_text
 from portamem.records import from_iso
 
 __all__ = ["CREW_KEY", "draft_of", "record_of", "scope_filter", "category_filter", "under"]
@@ -44,14 +45,16 @@ def draft_of(record: CrewRecord, *, agent_id: str | None = None) -> dict[str, An
             "metadata": {**record.metadata, CREW_KEY: crew}, "agent_id": agent_id}
 
 
-def record_of(record: MemoryRecord) -> CrewRecord:
-    """A portamem memory as CrewAI's record; one another framework wrote sits at the root scope ``/``."""
+def record_of(record: MemoryRecord, *, quote: bool = False) -> CrewRecord:
+    """A portamem memory as CrewAI's record; one another framework wrote sits at the root scope ``/``. With
+    ``quote`` (a search's results, which CrewAI puts into the prompt), a text of low trust is quoted and
+    attributed (``prompt_text``)."""
     metadata = dict(record.metadata)
     crew = metadata.pop(CREW_KEY, None)
     crew = crew if isinstance(crew, dict) else {}
     return CrewRecord(
         id=record.memory_id,
-        content=record.content,
+        content=prompt_text(record) if quote else record.content,
         scope=crew.get("scope", "/"),
         categories=list(crew.get("categories", [])),
         metadata=metadata,

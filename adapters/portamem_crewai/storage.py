@@ -109,7 +109,7 @@ class PortamemStorage:
         hits = self.memory.search_memory(
             self.embedder.text_for(query_embedding), user_id=self.user_id, tenant_id=self.tenant_id, top_k=limit,
             filters=self._filters(scope_prefix, categories, metadata_filter), touch=True)
-        return [(record_of(h.record), h.score) for h in hits if h.score >= min_score]
+        return [(record_of(h.record, quote=True), h.score) for h in hits if h.score >= min_score]
 
     def delete(self, scope_prefix: str | None = None, categories: list[str] | None = None,
                record_ids: list[str] | None = None, older_than: datetime | None = None,

@@ -19,15 +19,17 @@ from pydantic import ConfigDict  # noqa: E402
 from portamem import Memory, RemoteMemory, SearchHit  # noqa: E402
 from portamem.errors import ValidationError  # noqa: E402
 from portamem.filters import for_agent  # noqa: E402
+from portamem.recall import prompt_text  # noqa: E402
 
 __all__ = ["PortamemRetriever", "hit_to_document"]
 
 
 def hit_to_document(hit: SearchHit) -> Document:
-    """A hit as a ``Document``: the memory text, its id, and the score breakdown and provenance as metadata."""
+    """A hit as a ``Document``: the memory text (quoted and attributed when its trust is low: ``prompt_text``),
+    its id, and the score breakdown and provenance as metadata."""
     r = hit.record
     return Document(
-        page_content=r.content,
+        page_content=prompt_text(r),
         id=r.memory_id,
         metadata={
             "score": hit.score,

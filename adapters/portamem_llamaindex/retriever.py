@@ -10,6 +10,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from portamem import Memory, SearchFilters, SearchHit
 from portamem.filters import for_agent
+from portamem.recall import prompt_text
 from portamem.records import to_iso
 
 __all__ = ["PortamemRetriever", "hit_to_node"]
@@ -19,11 +20,12 @@ _HIDDEN = ["memory_id", "score_components", "found_by", "importance", "session_i
 
 
 def hit_to_node(hit: SearchHit) -> NodeWithScore:
-    """One search hit as a scored node whose id is the memory id."""
+    """One search hit as a scored node whose id is the memory id; its text is ``prompt_text``'s (quoted and
+    attributed when the memory's trust is low)."""
     r = hit.record
     node = TextNode(
         id_=r.memory_id,
-        text=r.content,
+        text=prompt_text(r),
         metadata={
             "memory_id": r.memory_id,
             "type": r.type.value,

@@ -17,7 +17,7 @@ from .plugins import Hooks, get_plugin_manager
 from .read.asof import asked_period, held_then
 from .read.current import asks_past
 from .read.preload import TASKS, pick, preload_query, task_words
-from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, relative_age
+from .read.prompt import ASKS_HABIT, CURRENT, DEFAULT_HEADER, for_prompt, format_memories, prompt_text, relative_age
 from .errors import NotFoundError
 from .filters import SearchFilters, for_agent
 from .records import SearchHit, Status, Tier, ended_by, utcnow
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .memory import Memory
     from .records import MemoryRecord
 
-__all__ = ["format_memories", "relative_age", "recall", "arecall", "needs_recall", "DEFAULT_HEADER", "REFERENCES"]
+__all__ = ["format_memories", "prompt_text", "relative_age", "recall", "arecall", "needs_recall", "DEFAULT_HEADER", "REFERENCES"]
 
 #: words that point back at something said before: a message without one (and without an entity the
 #: user's memories hold) is answered without recall when ``Settings.recall_gate`` is on

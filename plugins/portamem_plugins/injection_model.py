@@ -5,7 +5,11 @@ for; this model reads, in each sentence and each pair of neighbouring sentences 
 normalised text, the character n-grams (1 to 4 characters, digits folded to ``0``), the Latin
 words and pairs of neighbouring words, and the concepts the words stand for (``ignore``, ``rules``,
 ``the assistant``, ``the user``, ``send``, ``a secret`` ... in both languages) with each pair of
-concepts that follow each other, and scores the likeliest window. Every feature is hashed into
+concepts that follow each other, and scores the likeliest window. A long text is judged for its
+number of windows (``WINDOW_REF``), and beyond ``PAGE_CHARS`` (a page, not a message) only by a window
+that speaks to or of the assistant or asks for what an injection is after (``aimed``): an ordinary
+page's hundred sentences and its orders to its own reader ("install with pip", "fill the kettle") are
+not an injection however one of them scores. Every feature is hashed into
 ``2**BITS`` buckets; the weights (int8 with one scale), the bias and the two thresholds ship beside
 this module in ``injection_model.npz``, trained by ``benchmarks/train_guard.py``.
 
@@ -28,7 +32,8 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["BITS", "NGRAMS", "Model", "Window", "load", "grams", "windows", "example_features", "MAX_CHARS"]
+__all__ = ["BITS", "NGRAMS", "Model", "Window", "load", "grams", "windows", "example_features", "MAX_CHARS",
+           "WINDOW_REF", "PAGE_CHARS", "aimed"]
 
 #: hash buckets: 2**BITS
 BITS = 18
@@ -43,6 +48,18 @@ MAX_UNIT = 240
 WHOLE_MAX = 600
 #: characters read: the guard's content limit
 MAX_CHARS = 20_000
+#: windows of a text up to which the thresholds hold as chosen; a text with more (a long page) has its
+#: likeliest window's log-odds lowered by log(windows / WINDOW_REF). The thresholds were chosen on
+#: texts of a few windows, where they flag 1 % of ordinary text; the likeliest of a hundred windows of
+#: an ordinary page crosses them far more often than one window does, so the bar rises with the number
+#: of chances (a Sidak-style correction: for a small per-window rate, n windows flag about n times as
+#: often, and the logistic tail's odds scale the same way). Chosen on the standard library's docstrings
+#: (``benchmarks/guard_documents.py --calibration``: 482 of 100 words or more, never trained on) with the
+#: dev payloads of the indirect corpus placed in them: 84 docstrings flagged by the model without it,
+#: 79 at 60, 60 at 30, the payloads caught 134/135 at each; 30 loses one order hidden in 7,600 characters
+#: (``test_guard.test_the_learned_window_is_quoted_and_long_text_costs_little``), 60 keeps it. No written
+#: attack alone has more than 16 windows, so what the model catches in a message is unchanged
+WINDOW_REF = 60
 
 _MULT = np.uint64(0x100000001B3)
 _MIX1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -136,6 +153,11 @@ _CONCEPTS: dict[str, tuple[str, str]] = {
             r"可以|能够|能夠|支持|帮你|幫你|帮助|幫助|研究|发现|發現|显示|顯示|据|據|发布|發佈|推出|功能|教程|指南|文档|文檔|更新说明|更新說明|版本"),
 }
 _CONCEPT_IDS = {name: i for i, name in enumerate(_CONCEPTS)}
+#: a text longer than this (``WHOLE_MAX``: the length beyond which the whole text is no longer one of
+#: its windows) is a page rather than a message: in it, the model's window counts only when it is about
+#: the assistant or about what an injection is after (``aimed``). No written attack of the corpora is
+#: this long alone, so what the model catches in a message is unchanged
+PAGE_CHARS = WHOLE_MAX
 #: pairs of concepts further apart than this (characters) are not a pair
 _PAIR_SPAN = 60
 _URL = re.compile(r"https?://|www\.|\b[\w-]+\.(?:example|com|net|org|io|cn|xyz|top|info|biz)\b")
@@ -312,7 +334,8 @@ class Model:
         self.data_threshold = float(data_threshold)
 
     def best_window(self, view: str) -> Window | None:
-        """The window of the (normalised) text the model finds likeliest to be an injection."""
+        """The window of the (normalised) text the model finds likeliest to be an injection; its probability
+        is corrected for the number of windows of a long text (``WINDOW_REF``)."""
         spans = windows(view)
         if not spans:
             return None
@@ -333,9 +356,47 @@ class Model:
         lengths = ends - starts
         count = sum(np.maximum(lengths - n + 1, 0) for n in NGRAMS)
         scores = (prefix[ends] - prefix[starts]) / np.sqrt(np.maximum(count, MIN_GRAMS)) + self.bias
+        scores -= math.log(max(1.0, len(spans) / WINDOW_REF))
         i = int(np.argmax(scores))
+        if len(view) > PAGE_CHARS:
+            # a page: its likeliest window aimed at the assistant or at what an injection is after, among
+            # those that reach the data threshold (few); when none is, its likeliest below the threshold
+            floor = math.log(self.data_threshold / (1.0 - self.data_threshold))
+            for j in np.argsort(-scores, kind="stable"):
+                if scores[j] < floor or aimed(view[spans[j][0]:spans[j][1]]):
+                    i = int(j)
+                    break
+            else:
+                return Window(0.0, 0, 0)
         probability = 1.0 / (1.0 + math.exp(-float(scores[i])))
         return Window(probability, spans[i][0], spans[i][1])
+
+
+def aimed(window: str) -> bool:
+    """Whether a window speaks to or of the assistant, or asks for what an injection is after: the AI or
+    the system named, a role to play, secrecy, rules set aside, secrets asked of someone, secrets or private
+    data sent or revealed, the assistant's own instructions revealed, memory. A page's orders to its own
+    reader ("fill the kettle", "run the tests", "print the report") are none of these."""
+    c = {concept for _, concept in _concepts(window, [(m.start() + 1, m.group(0)) for m in _WORD.finditer(window)])}
+    has = {name: _CONCEPT_IDS[name] in c for name in _CONCEPTS}
+    # the concept of a secret takes any "code" or "key"; here only what is a secret in any page
+    has["SECRET"] = has["SECRET"] and _SECRET.search(window) is not None
+    addressed = has["YOU"] or has["AI"] or has["SYSTEM"]
+    return bool(has["AI"] or has["SYSTEM"] or has["PRETEND"] or has["SECRECY"] or has["IGNORE"] and has["RULES"]
+                or has["SEND"] and (has["SECRET"] or has["PRIVATE"] or has["LINK"] or has["MONEY"])
+                or (has["YOU"] or has["USER"]) and has["SECRET"]
+                or has["REVEAL"] and (has["SECRET"] or has["PRIVATE"] or has["RULES"] and addressed)
+                or _MEMORY.search(window) is not None)
+
+
+#: secrets whatever the page: not a program's "code" or a table's "key"
+_SECRET = re.compile(r"\b(?:passwords?|pins?|cvv|cvc|credentials?|api keys?|secret keys?|private keys?|secrets?|otp|"
+                     r"one-time|passphrases?|card numbers?|card details|ssn|logins?|security answers?|recovery phrase|"
+                     r"(?:verification|security|access|login|one-time|2fa|sms) codes?|code from|session cookies?|"
+                     r"ssh keys?|tokens?)\b|密码|密碼|验证码|驗證碼|卡号|卡號|安全码|安全碼|密钥|密鑰|令牌|口令|助记词|助記詞")
+#: words about keeping something for later: an injection that plants itself in memory
+_MEMORY = re.compile(r"\b(?:remember\w*|memor(?:y|ies|ize|ise)|from now on|in future|in the future|next time|"
+                     r"every future|all future)\b|记住|記住|记忆|記憶|以后|以後|今后|今後|从现在起|從現在起")
 
 
 @lru_cache(maxsize=1)
