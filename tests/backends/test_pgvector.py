@@ -139,10 +139,18 @@ def test_hnsw_path_walks_the_graph_and_falls_back_when_short(open_index: Callabl
     assert f"Index Scan using {index.name}_hnsw" in index.plan("default", "ana", q, 10, FILTERS[1], hnsw=True)
     exact = index.plan("default", "ana", q, 10, FILTERS[1], hnsw=False)
     assert "_hnsw" not in exact and "Sort" in exact
+    # the graph is walked for the scope alone; a metadata filter or a set of ids scans exactly, since a walk
+    # under a filter lost neighbours in the benchmark
+    f = SearchFilters.coerce({"types": ["episodic"], "min_importance": 0.6})
+    assert index.walks_graph("default", "ana", SearchFilters())
+    assert not index.walks_graph("default", "ana", f)
+    assert not index.walks_graph("default", "ana", SearchFilters(), only={records[0].memory_id})
+    assert not open_index().walks_graph("default", "ana", SearchFilters())  # no hnsw_above: always exact
+    assert not open_index(hnsw_above=500).walks_graph("default", "ana", SearchFilters())  # 200 rows: exact
     # a walk cut short after a few tuples still answers in full: the exact scan finishes it
     index.max_scan_tuples = 5
-    f = SearchFilters.coerce({"types": ["episodic"], "min_importance": 0.6})
-    _assert_same(index.search("default", "ana", q, 10, f), _brute(records, q, f, 10))
+    for filters in (SearchFilters(), f):
+        _assert_same(index.search("default", "ana", q, 10, filters), _brute(records, q, filters, 10))
 
 
 def test_only_restricts_to_the_given_ids(open_index: Callable[..., PgVectorIndex]) -> None:
