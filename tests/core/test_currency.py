@@ -122,6 +122,40 @@ def test_a_question_about_the_past_finds_the_earlier_value_marked(memory: Memory
     assert "earlier, until 2026-10-01" in line
 
 
+def test_a_later_statement_more_surely_about_a_memory_marks_it_again(memory: Memory) -> None:
+    # minutes after "it eats Royal Canin" the user picks a cat litter, which the review takes for the
+    # change (0.974); two weeks later the food does change (0.989): the mark moves to that statement and
+    # the litter no longer claims to have replaced the food
+    at = T0
+    memory.save_memory("我刚领养了一只橘猫，叫年糕🐱", user_id="li", created_at=at)
+    food = memory.save_memory("它现在吃皇家的猫粮", user_id="li", created_at=at + timedelta(minutes=4)).memory_id
+    memory.save_memory("两岁，4.5公斤", user_id="li", created_at=at + timedelta(minutes=2))
+    memory.save_memory("年糕是从上海小动物保护协会领养的", user_id="li", created_at=at + timedelta(minutes=8))
+    litter = memory.save_memory("那就豆腐猫砂吧", user_id="li", created_at=at + timedelta(minutes=12)).memory_id
+    memory.flush()
+    first = _get(memory, food, "li").metadata.get(EARLIER_KEY)
+    assert first is not None and first["by"] == litter and 0.5 < first["p"] < 1.0
+    change = memory.save_memory("年糕吃皇家的软便，改喂渴望了", user_id="li", created_at=at + timedelta(days=16)).memory_id
+    memory.flush()
+    mark = _get(memory, food, "li").metadata[EARLIER_KEY]
+    assert mark["by"] == change and mark["p"] > first["p"] and mark["until"].startswith("2026-09-17")
+    assert _get(memory, change, "li").metadata[REPLACED_KEY]["memory_id"] == food
+    assert REPLACED_KEY not in _get(memory, litter, "li").metadata
+
+
+def test_a_mark_moves_only_to_a_surer_statement_and_never_back_down_a_chain() -> None:
+    from portamem.write.currency import mark_earlier, withdraw
+
+    older = MemoryRecord(content="My budget is 12k.", user_id="sam", created_at=T0)
+    first = MemoryRecord(content="The budget is 15k now.", user_id="sam", created_at=T0 + timedelta(days=5))
+    second = MemoryRecord(content="Budget went up to 18k.", user_id="sam", created_at=T0 + timedelta(days=9))
+    assert mark_earlier(first, older, 0.98) is None
+    assert mark_earlier(second, older, 0.99) == first.memory_id  # the caller withdraws the first's claim
+    assert withdraw(first, older.memory_id) and REPLACED_KEY not in first.metadata
+    assert not withdraw(first, older.memory_id)  # nothing left to withdraw
+    assert older.metadata[EARLIER_KEY]["by"] == second.memory_id and older.metadata[EARLIER_KEY]["p"] == 0.99
+
+
 def test_a_fact_that_did_not_change_stays_current(memory: Memory) -> None:
     sister = _say(memory, "My sister is called Ana.", 0)
     _say(memory, "My manager is Priya Nair.", 1)

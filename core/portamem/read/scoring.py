@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..language.duplicates import is_duplicate
-from ..records import TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust, speaks_for_the_user
+from ..records import EARLIER_KEY, TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust, speaks_for_the_user
 from ..language.sameness import APART_S, READ_THRESHOLD, same_thing
 from ..language.statements import triples_conflict
 from ..language.text import tokenize
@@ -307,6 +307,10 @@ def _changed(hits: list[SearchHit], cosines: list[list[float]], i: int, j: int) 
             or not (speaks_for_the_user(a) and speaks_for_the_user(b)):
         return False
     older, newer = (i, j) if a.created_at < b.created_at else (j, i)
+    ended = hits[older].record.metadata.get(EARLIER_KEY)
+    if isinstance(ended, dict) and isinstance(ended.get("by"), str):
+        # the write path found what ended the older, with the whole store to compare: no guess adds another
+        return ended["by"] == hits[newer].memory_id
     pool = [cosines[newer][k] for k in range(len(hits)) if k not in (older, newer)]
     found = same_thing(hits[older].record.content, hits[newer].record.content, cosines[older][newer], pool,
                        threshold=READ_THRESHOLD)

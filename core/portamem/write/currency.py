@@ -15,7 +15,9 @@ best one it finds about the same thing with another value:
   earlier, or leaves it out where the newer line is shown (``portamem.read.prompt``);
 - the newer records what it took the place of (``REPLACED_KEY`` with ``"earlier": true``).
 
-Nothing is deleted: a wrong mark leaves both statements, newest first. The same limits hold as for the
+A mark keeps how surely the pair was found about one thing (``"p"``), and a later statement more surely
+about the older memory marks it again, the first one's claim withdrawn: an early wrong guess does not
+keep the right one out. Nothing is deleted: a wrong mark leaves both statements, newest first. The same limits hold as for the
 rules: a write acts only within its scope (``portamem.write.scope``), and a less trusted statement never
 ends a more trusted one.
 
@@ -32,7 +34,7 @@ from ..records import EARLIER_KEY, OUTDATED_KEY, REPLACED_KEY, MemoryRecord, Sta
     speaks_for_the_user, to_iso
 from .scope import acts_on
 
-__all__ = ["earlier_pairs", "mark_earlier", "EARLIER_KEY"]
+__all__ = ["earlier_pairs", "mark_earlier", "withdraw", "EARLIER_KEY"]
 
 #: characters of the newer statement kept on the older one's mark
 _VALUE_CHARS = 200
@@ -44,13 +46,34 @@ def _open(record: MemoryRecord) -> bool:
         and EARLIER_KEY not in record.metadata and OUTDATED_KEY not in record.metadata
 
 
+def _ended_by(record: MemoryRecord) -> tuple[str, float] | None:
+    """Who ended a memory marked earlier, and how surely it was found about the same thing (a mark
+    without a probability, the model's or an older release's, counts as certain)."""
+    ended = record.metadata.get(EARLIER_KEY)
+    if not isinstance(ended, dict) or not isinstance(ended.get("by"), str):
+        return None
+    p = ended.get("p")
+    return ended["by"], float(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else 1.0
+
+
+def _revisable(record: MemoryRecord) -> bool:
+    """A memory marked earlier that a statement more surely about it may mark again: otherwise open."""
+    return _ended_by(record) is not None and record.status is Status.ACTIVE and record.key is None \
+        and speaks_for_the_user(record) and OUTDATED_KEY not in record.metadata
+
+
 def earlier_pairs(newer: Sequence[MemoryRecord], near: Mapping[str, Sequence[Any]],
-                  get: Callable[[str], MemoryRecord | None]) -> list[tuple[MemoryRecord, MemoryRecord]]:
-    """(newer, older) for each newer statement and the older memory among its neighbours (``near``:
-    hits with ``memory_id`` and cosine ``score``; ``get`` reads a neighbour's record) that
+                  get: Callable[[str], MemoryRecord | None]) -> list[tuple[MemoryRecord, MemoryRecord, float]]:
+    """(newer, older, probability) for each newer statement and the older memory among its neighbours
+    (``near``: hits with ``memory_id`` and cosine ``score``; ``get`` reads a neighbour's record) that
     ``same_thing`` finds about the same thing with another value, the most probable one; none for a
-    newer statement the rules already linked (it states what it replaced)."""
-    out: list[tuple[MemoryRecord, MemoryRecord]] = []
+    newer statement the rules already linked (it states what it replaced).
+
+    A mark is revised when a later statement is more surely about the memory than the one that ended it
+    ("它现在吃皇家的猫粮" ended by "那就豆腐猫砂吧" at 0.974, then by "年糕吃皇家的软便，改喂渴望了" at 0.989), unless
+    that one is about the same thing as the later statement too: a chain (12k, then 15k, then 18k) goes
+    on from its newest link, it is not cut back to its first."""
+    out: list[tuple[MemoryRecord, MemoryRecord, float]] = []
     taken: set[str] = set()
     for n in newer:
         if not _open(n) or REPLACED_KEY in n.metadata or n.supersedes:
@@ -59,24 +82,48 @@ def earlier_pairs(newer: Sequence[MemoryRecord], near: Mapping[str, Sequence[Any
         # measured against (an episode or a web page's text is not the user's own distribution)
         hits = [(h, r) for h in near.get(n.memory_id, ()) if h.memory_id != n.memory_id
                 and (r := get(h.memory_id)) is not None and speaks_for_the_user(r)]
-        best: tuple[float, MemoryRecord] | None = None
+        found_for: dict[str, tuple[float, MemoryRecord]] = {}
         for h, o in hits:
-            if o.memory_id in taken or not _open(o) or (n.created_at - o.created_at).total_seconds() < APART_S \
+            if o.memory_id in taken or not (_open(o) or _revisable(o)) \
+                    or (n.created_at - o.created_at).total_seconds() < APART_S \
                     or not acts_on(n, o) or not as_trusted(n, o):
                 continue
             pool = [float(x.score) for x, _ in hits if x.memory_id != o.memory_id]
             found = same_thing(o.content, n.content, float(h.score), pool)
-            if found.same and found.differs and (best is None or found.probability > best[0]):
-                best = (found.probability, o)
+            if found.same and found.differs:
+                found_for[o.memory_id] = (found.probability, o)
+        best: tuple[float, MemoryRecord] | None = None
+        for p, o in found_for.values():
+            ended = _ended_by(o)
+            if ended is not None and (p <= ended[1] or ended[0] in found_for or ended[0] == n.memory_id):
+                continue  # ended as surely already, or by a link of this statement's own chain
+            if best is None or p > best[0]:
+                best = (p, o)
         if best is not None:
             taken.add(best[1].memory_id)
-            out.append((n, best[1]))
+            out.append((n, best[1], best[0]))
     return out
 
 
-def mark_earlier(newer: MemoryRecord, older: MemoryRecord) -> None:
-    """End ``older``'s validity at ``newer`` (both changed in place; the caller commits them)."""
+def mark_earlier(newer: MemoryRecord, older: MemoryRecord, probability: float | None = None) -> str | None:
+    """End ``older``'s validity at ``newer`` (both changed in place; the caller commits them), with how
+    surely the two were found about one thing, where known; the id of the statement that had ended it
+    before, if another (its claim to have replaced ``older`` is the caller's to withdraw: ``withdraw``)."""
+    before = _ended_by(older)
     older.metadata[EARLIER_KEY] = {"by": newer.memory_id, "from": to_iso(older.created_at),
                                    "until": to_iso(newer.created_at), "value": newer.content[:_VALUE_CHARS]}
+    if probability is not None:
+        older.metadata[EARLIER_KEY]["p"] = round(float(probability), 4)
     newer.metadata[REPLACED_KEY] = {"memory_id": older.memory_id, "at": to_iso(older.created_at),
                                     "value": older.content[:_VALUE_CHARS], "earlier": True}
+    return before[0] if before is not None and before[0] != newer.memory_id else None
+
+
+def withdraw(record: MemoryRecord, older_id: str) -> bool:
+    """Take back ``record``'s claim to have ended the memory ``older_id`` (a later statement ended it more
+    surely); whether it claimed so."""
+    replaced = record.metadata.get(REPLACED_KEY)
+    if isinstance(replaced, dict) and replaced.get("memory_id") == older_id and replaced.get("earlier"):
+        del record.metadata[REPLACED_KEY]
+        return True
+    return False

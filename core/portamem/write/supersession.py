@@ -58,7 +58,7 @@ from ..records import EARLIER_KEY, OUTDATED_KEY, PENDING_KEY, REPLACED_KEY, Memo
 from ..language.statements import ATTRIBUTE_PREFIXES, NAMED, Statement, attributes, content_words, same_slot, same_value, \
     statements_of
 from ..language.text import tokenize
-from .currency import earlier_pairs, mark_earlier
+from .currency import earlier_pairs, mark_earlier, withdraw
 from .save import screen
 from .scope import acts_on, derived, may_merge
 
@@ -103,6 +103,8 @@ class Supersessions:
     #: (newer, older) where the newer is about the same thing with another value: the older stays active,
     #: marked earlier (``portamem.write.currency``)
     earlier: list[tuple[MemoryRecord, MemoryRecord]] = field(default_factory=list)
+    #: statements whose claim to have ended an older memory was withdrawn: a later one ended it more surely
+    withdrawn: list[MemoryRecord] = field(default_factory=list)
     merged: list[MemoryRecord] = field(default_factory=list)
     activated: list[MemoryRecord] = field(default_factory=list)
     retired: list[MemoryRecord] = field(default_factory=list)
@@ -111,7 +113,7 @@ class Supersessions:
     def changed(self) -> list[MemoryRecord]:
         """Stored records whose status or links moved (for the index and the commit)."""
         out = {r.memory_id: r for pair in [*self.pairs, *self.repeats, *self.parts, *self.earlier] for r in pair}
-        out.update((r.memory_id, r) for r in [*self.activated, *self.retired, *self.held])
+        out.update((r.memory_id, r) for r in [*self.activated, *self.retired, *self.held, *self.withdrawn])
         return list(out.values())
 
     def write(self, parts: Components, conn: Any, batch: set[str]) -> None:
@@ -314,9 +316,16 @@ def _earlier(parts: Components, tenant_id: str, user_id: str, group: Sequence[Me
     ids = list(dict.fromkeys(h.memory_id for r in group for h in near.get(r.memory_id, []) if h.memory_id not in batch))
     stored = parts.store.get(tenant_id, user_id, ids) if ids else {}
     changed = {m.memory_id: m for m in out.changed}
-    for newer, older in earlier_pairs(group, near, lambda i: changed.get(i) or batch.get(i) or stored.get(i)):
-        mark_earlier(newer, older)
+    def get(i: str) -> MemoryRecord | None:
+        return changed.get(i) or batch.get(i) or stored.get(i)
+
+    for newer, older, p in earlier_pairs(group, near, get):
+        before = mark_earlier(newer, older, p)
         out.earlier.append((newer, older))
+        if before is not None:  # the statement that had ended it no longer claims so
+            claimed = get(before) or parts.store.get(tenant_id, user_id, [before]).get(before)
+            if claimed is not None and withdraw(claimed, older.memory_id):
+                out.withdrawn.append(claimed)
 
 
 #: a record's supersession in a batch's review (the name earlier releases knew it by)
