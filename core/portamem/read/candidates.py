@@ -128,20 +128,30 @@ def asked_things(question: str) -> list[str]:
     if has_cjk(question):
         import rjieba
 
-        words = [w for w in rjieba.cut(question) if w.strip()]
-        for i, word in enumerate(words):
-            if word in _MINE_ZH:
-                nxt = next((w for w in words[i + 1:i + 3] if w not in ("的", "家")), "")
-            elif word[0] == "我" and len(word) > 1 and relation_words(word[1:]):  # kept whole: "我哥", "我妈"
-                nxt = word[1:]
-            else:
-                continue
+        for word in _mine_zh(question):
             # the word on its own: a noun (狗, 老婆, 牙医) or a character jieba leaves untagged (车), not a
             # verb or a time (住, 现在)
-            tags = rjieba.tag(nxt) if nxt else []
+            tags = rjieba.tag(word)
             if len(tags) == 1 and (tags[0][1].startswith("n") or tags[0][1] in ("vn", "zg")):
-                out.append(nxt)
+                out.append(word)
     return list(dict.fromkeys(out))
+
+
+def _mine_zh(question: str) -> list[str]:
+    """The words a Chinese question says are the user's: each after 我 / 我的 / 我家 / 我们, and a relative
+    the tokenizer keeps whole with 我 ("我哥", "我妈")."""
+    import rjieba
+
+    words = [w for w in rjieba.cut(question) if w.strip()]
+    out = []
+    for i, word in enumerate(words):
+        if word in _MINE_ZH:
+            nxt = next((w for w in words[i + 1:i + 3] if w not in ("的", "家")), "")
+            if nxt:
+                out.append(nxt)
+        elif word[0] == "我" and len(word) > 1 and relation_words(word[1:]):
+            out.append(word[1:])
+    return out
 
 
 def asked_relations(question: str) -> list[list[str]]:
@@ -162,17 +172,8 @@ def asked_relations(question: str) -> list[list[str]]:
                 out.append(list(words))
                 break  # "my brother's wife" is the brother's: the first relation is the user's
     if has_cjk(question):
-        import rjieba
-
-        words = [w for w in rjieba.cut(question) if w.strip()]
-        for i, word in enumerate(words):
-            if word in _MINE_ZH:  # "我的哥哥", "我家老公"
-                nxt = next((w for w in words[i + 1:i + 3] if w not in ("的", "家")), "")
-            elif word[0] == "我" and len(word) > 1:  # the tokenizer keeps "我哥", "我妈" whole
-                nxt = word[1:]
-            else:
-                continue
-            found = relation_words(nxt) if nxt else None
+        for word in _mine_zh(question):  # "我的哥哥", "我家老公", "我哥"
+            found = relation_words(word)
             if found:
                 out.append(list(found))
     return [list(g) for g in dict.fromkeys(tuple(g) for g in out)]
