@@ -156,6 +156,30 @@ def test_a_mark_moves_only_to_a_surer_statement_and_never_back_down_a_chain() ->
     assert older.metadata[EARLIER_KEY]["by"] == second.memory_id and older.metadata[EARLIER_KEY]["p"] == 0.99
 
 
+def test_a_chain_goes_on_from_its_newest_link() -> None:
+    # 12k was ended by 15k (surely, but not certainly); 18k is about both, more surely about 12k (its
+    # nearest here): it ends 15k, the chain's newest link, and leaves 12k to 15k rather than cutting the
+    # chain back
+    from portamem.storage.vectors import VectorHit
+    from portamem.write.currency import earlier_pairs, mark_earlier
+
+    first = MemoryRecord(content="My budget for the kitchen is 12,000.", user_id="sam", created_at=T0)
+    second = MemoryRecord(content="The kitchen budget is now 15,000.", user_id="sam", created_at=T0 + timedelta(days=5))
+    third = MemoryRecord(content="Kitchen budget went up again, it is 18,000 now.", user_id="sam",
+                         created_at=T0 + timedelta(days=9))
+    other = MemoryRecord(content="We have a cat named Mochi.", user_id="sam", created_at=T0)
+    mark_earlier(second, first, 0.98)
+    records = {r.memory_id: r for r in (first, second, third, other)}
+    near = {third.memory_id: [VectorHit(first.memory_id, 0.97), VectorHit(second.memory_id, 0.90),
+                              VectorHit(other.memory_id, 0.79)]}
+    assert [(n.memory_id, o.memory_id) for n, o, _ in earlier_pairs([third], near, records.get)] == \
+        [(third.memory_id, second.memory_id)]
+    # without the newest link among its neighbours, the surer statement takes the older memory's mark
+    near = {third.memory_id: [VectorHit(first.memory_id, 0.97), VectorHit(other.memory_id, 0.79)]}
+    (n, o, p), = earlier_pairs([third], near, records.get)
+    assert (n, o) == (third, first) and p > 0.98
+
+
 def test_a_fact_that_did_not_change_stays_current(memory: Memory) -> None:
     sister = _say(memory, "My sister is called Ana.", 0)
     _say(memory, "My manager is Priya Nair.", 1)
