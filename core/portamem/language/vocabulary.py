@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from .text import has_cjk
+
 __all__ = ["CHANGE_VERBS", "CHANGE", "CHANGE_OR_FORMER", "DATE", "AMOUNT", "CURRENCY", "value_kinds", "relation_words"]
 
 #: English verbs of change, as a regex alternation (for templates: "my {attribute} was {verb} to {value}")
@@ -118,5 +120,5 @@ def relation_words(word: str) -> tuple[str, ...] | None:
     if group is None:
         return None
     group = tuple(dict.fromkeys((w,) + group))
-    cjk = [x for x in group if any("\u4e00" <= c <= "\u9fff" for c in x)]
+    cjk = [x for x in group if has_cjk(x)]
     return tuple(dict.fromkeys(group + tuple("我" + x for x in cjk)))
