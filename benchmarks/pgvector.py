@@ -113,29 +113,25 @@ def scenario(title: str, users: dict[str, list[MemoryRecord]], url: str, model: 
     def search_of(index: Any) -> Any:
         return lambda u, q, f: index.search("default", u, q, 10, f)
 
+    def add(index: Any, loaded: str, path: str, *, drop: bool = True) -> None:
+        """Empty the index (a table or collection an earlier run left), load every row, and search it."""
+        if drop:
+            index.drop()
+        opened.append(index)
+        loads.append(f"{loaded} {_load(index, everyone):.1f} s")
+        paths.append((path, search_of(index)))
+
     if milvus is not None:
         # one collection, users told apart by the scope filter (partition_per_user=False), as docs/deployment.md sets
-        server = MilvusVectorIndex(milvus, model=model, dim=DIM, partition_per_user=False)
-        server.drop()
-        opened.append(server)
-        loads.append(f"Milvus server {_load(server, everyone):.1f} s")
-        paths.append(("Milvus server FLAT", search_of(server)))
+        add(MilvusVectorIndex(milvus, model=model, dim=DIM, partition_per_user=False), "Milvus server",
+            "Milvus server FLAT")
     if lite:
-        lite_index = MilvusVectorIndex(str(tmp / f"{model}.db"), model=model, dim=DIM, process="inline")
-        opened.append(lite_index)
-        loads.append(f"milvus-lite {_load(lite_index, everyone):.1f} s")
-        paths.append(("milvus-lite FLAT", search_of(lite_index)))
+        add(MilvusVectorIndex(str(tmp / f"{model}.db"), model=model, dim=DIM, process="inline"), "milvus-lite",
+            "milvus-lite FLAT", drop=False)
     exact = PgVectorIndex(url, model=model, dim=DIM)
-    exact.drop()
-    opened.append(exact)
-    loads.append(f"pgvector {_load(exact, everyone):.1f} s")
-    paths.append(("pgvector exact", search_of(exact)))
+    add(exact, "pgvector", "pgvector exact")
     if half:
-        halfvec = PgVectorIndex(url, model=model, dim=DIM, half=True)
-        halfvec.drop()
-        opened.append(halfvec)
-        loads.append(f"pgvector halfvec {_load(halfvec, everyone):.1f} s")
-        paths.append(("pgvector exact, halfvec", search_of(halfvec)))
+        add(PgVectorIndex(url, model=model, dim=DIM, half=True), "pgvector halfvec", "pgvector exact, halfvec")
     if efs:
         t = time.perf_counter()
         with exact.engine.begin() as conn:
