@@ -13,7 +13,7 @@ from portamem.errors import ValidationError
 from portamem.language.sameness import FEATURES, named_again, pair_features, same_thing, subjects, values_of
 from portamem.read.prompt import format_memories
 from portamem.recall import recall
-from portamem.records import EARLIER_KEY, REPLACED_KEY, MemoryRecord, Source, Status
+from portamem.records import EARLIER_KEY, OUTDATED_KEY, REPLACED_KEY, MemoryRecord, Source, Status, to_iso
 from portamem.scenarios.harness import ScenarioQuestion, currency, marked_fact, unmarked_stale
 
 T0 = datetime(2026, 9, 1, 9, 0, tzinfo=timezone.utc)
@@ -172,12 +172,12 @@ def test_a_chain_goes_on_from_its_newest_link() -> None:
     records = {r.memory_id: r for r in (first, second, third, other)}
     near = {third.memory_id: [VectorHit(first.memory_id, 0.97), VectorHit(second.memory_id, 0.90),
                               VectorHit(other.memory_id, 0.79)]}
-    assert [(n.memory_id, o.memory_id) for n, o, _ in earlier_pairs([third], near, records.get)] == \
+    assert [(e.newer.memory_id, e.older.memory_id) for e in earlier_pairs([third], near, records.get)] == \
         [(third.memory_id, second.memory_id)]
     # without the newest link among its neighbours, the surer statement takes the older memory's mark
     near = {third.memory_id: [VectorHit(first.memory_id, 0.97), VectorHit(other.memory_id, 0.79)]}
-    (n, o, p), = earlier_pairs([third], near, records.get)
-    assert (n, o) == (third, first) and p > 0.98
+    (n, o, p, part), = earlier_pairs([third], near, records.get)
+    assert (n, o, part) == (third, first, ()) and p > 0.98
 
 
 def test_a_fact_that_did_not_change_stays_current(memory: Memory) -> None:
@@ -258,9 +258,65 @@ def test_a_title_or_a_decimal_point_ends_no_clause(older: str) -> None:
 
 
 def test_an_older_memory_that_says_more_is_not_ended_as_a_whole() -> None:
-    # the flight's date changes; the trip, its city and who goes still hold
+    # the hotel changes; the trip, its city and who goes still hold: the part about the hotel is what changed
     older = "We're going to Lisbon with my sister Ana. The hotel is the Memmo Alfama."
-    assert not same_thing(older, "The hotel is now the Lumiares, Memmo was full.", 0.99, [0.5]).same
+    found = same_thing(older, "The hotel is now the Lumiares, Memmo was full.", 0.99, [0.5])
+    assert not found.same and found.part == ("The hotel is the Memmo Alfama",)
+    # one thing said whole has no part
+    assert same_thing("Our rent is 1,450 euros a month.", "The landlord put the rent up to 1,600.", 0.95, [0.8]).part == ()
+
+
+def test_a_change_of_one_part_outdates_that_part_and_the_rest_stays_current(memory: Memory) -> None:
+    _say(memory, "I'm Sam, I work in logistics.", 0)
+    _say(memory, "We have a cat named Mochi.", 0)
+    old = _say(memory, "I'm running the Manchester Marathon on 14 April, and I'm aiming for sub 3:45.", 1)
+    new = _say(memory, "My goal is now sub 3:30, feeling ambitious.", 20)
+    memory.flush()
+    older, newer = _get(memory, old), _get(memory, new)
+    assert older.status is Status.ACTIVE and EARLIER_KEY not in older.metadata
+    assert older.metadata[OUTDATED_KEY]["by"] == new and 0.97 <= older.metadata[OUTDATED_KEY]["p"] <= 1.0
+    replaced = newer.metadata[REPLACED_KEY]
+    assert replaced["memory_id"] == old and replaced["part"] and "3:45" in replaced["value"]
+    assert "14 April" not in replaced["value"]
+    later = T0 + timedelta(days=30)
+    # a question about what still holds finds the older line as it is, unmarked
+    (line,) = format_memories(recall(memory, "When is my marathon?", user_id="sam", now=later), now=later).splitlines()[1:]
+    assert old in line and "14 April" in line and "superseded" not in line and "outdated" not in line
+    # a question about the part that changed gets the newer line in the older's place
+    prompt = format_memories(recall(memory, "What's my marathon goal time?", user_id="sam", now=later), now=later)
+    lines = prompt.splitlines()[1:]
+    assert new in lines[0] and "sub 3:30" in lines[0] and not any(old in line for line in lines)
+
+
+def test_a_part_marked_by_mistake_moves_to_a_surer_statement() -> None:
+    from portamem.write.currency import mark_earlier, withdraw
+
+    older = MemoryRecord(content="We rehearse at Soundbase, every Wednesday.", user_id="sam", created_at=T0)
+    first = MemoryRecord(content="Soundbase put the rates up.", user_id="sam", created_at=T0 + timedelta(days=5))
+    second = MemoryRecord(content="Rehearsals are Thursdays now.", user_id="sam", created_at=T0 + timedelta(days=9))
+    assert mark_earlier(first, older, 0.975, ("We rehearse at Soundbase",)) is None
+    assert older.metadata[OUTDATED_KEY]["by"] == first.memory_id and first.metadata[REPLACED_KEY]["part"]
+    assert mark_earlier(second, older, 0.99, ("every Wednesday",)) == first.memory_id
+    assert withdraw(first, older.memory_id)
+    assert older.metadata[OUTDATED_KEY] == {"by": second.memory_id, "at": to_iso(second.created_at), "p": 0.99}
+    assert second.metadata[REPLACED_KEY]["value"] == "every Wednesday"
+    # ended whole by a later one: the part's mark gives way to the whole one, never both
+    third = MemoryRecord(content="The band split up.", user_id="sam", created_at=T0 + timedelta(days=30))
+    assert mark_earlier(third, older, 0.995) == second.memory_id
+    assert OUTDATED_KEY not in older.metadata and older.metadata[EARLIER_KEY]["by"] == third.memory_id
+
+
+def test_the_evaluation_counts_a_part_outdated_for_the_values_in_that_part_only() -> None:
+    older = _rec("The Manchester Marathon on 14 April, and I'm aiming for sub 3:45")
+    newer = _rec("the goal is now sub 3:30", **{REPLACED_KEY: {"memory_id": older.memory_id, "value": "I'm aiming for sub 3:45",
+                                                           "part": True}})
+    older.metadata[OUTDATED_KEY] = {"by": newer.memory_id}
+    goal = ScenarioQuestion("What's my marathon goal time?", ("3:30",), ("3:45",), (), ("update",))
+    when = ScenarioQuestion("When is my marathon?", ("14 April",), (), (), ("fact",))
+    assert currency(goal, [older, newer])["changed"] is True
+    assert currency(when, [older, newer])["false_currency"] is False
+    # without the newer to say which part it replaced, the mark counts for the whole memory
+    assert currency(when, [older])["false_currency"] is True
 
 
 def test_a_models_change_is_judged_by_what_the_two_are_about(embedder) -> None:  # type: ignore[no-untyped-def]

@@ -93,11 +93,17 @@ _POSSESSOR_ZH = re.compile(r"我(?:的)?([\u4e00-\u9fff]{1,3}?)的(?=[\u4e00-\u9
 @dataclass(frozen=True)
 class Sameness:
     """What ``same_thing`` found: the probability that the two are about one thing, the decision at
-    ``THRESHOLD``, and whether the newer gives another value of it (else it says the same again)."""
+    ``THRESHOLD``, and whether the newer gives another value of it (else it says the same again).
+
+    ``same`` is about the older as a whole. When the older holds a clause the newer has nothing in common
+    with ("I'm planning a trip to Lisbon with my sister, we fly on 14 June" against "the flight moved to
+    12 June"), the newer changes a part of it at most: ``same`` is False and ``part`` holds the clauses
+    the newer is about (the write path outdates those and keeps the rest current)."""
 
     probability: float
     same: bool
     differs: bool
+    part: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=4096)
@@ -191,13 +197,15 @@ def pair_features(older: str, newer: str, cosine: float, pool: Sequence[float] =
     ]
 
 
-def _says_more(older: str, newer: str) -> bool:
-    """The older statement holds a clause the newer has nothing in common with ("I'm planning a trip to
-    Lisbon with my sister, we fly on 14 June" against "the flight moved to 12 June"): the newer changes a
-    part of it at most, and the rest still holds, so the older is not ended as a whole."""
+def _untouched(older: str, newer: str) -> tuple[list[str], list[str]]:
+    """The older statement's clauses the newer is about (a content word or a value in common), and those
+    it has nothing in common with; with one clause, the older is about it whole."""
     shared = _words(newer) | values_of(newer)
-    clauses = [c for c in _CLAUSES.split(older) if _words(c)]
-    return len(clauses) > 1 and any(not (_words(c) | values_of(c)) & shared for c in clauses)
+    clauses = [c.strip() for c in _CLAUSES.split(older) if _words(c)]
+    if len(clauses) < 2:
+        return [older], []
+    about = [c for c in clauses if (_words(c) | values_of(c)) & shared]
+    return about, [c for c in clauses if c not in about]
 
 
 def probability(features: Sequence[float]) -> float:
@@ -216,5 +224,9 @@ def same_thing(older: str, newer: str, cosine: float, pool: Sequence[float] = ()
     wo, wn = _words(older), _words(newer)
     vo, vn = values_of(older), values_of(newer)
     differs = bool(vn - vo or vo - vn or wn - wo)
-    same = p >= threshold and not features[FEATURES.index("other_subject")] and not _says_more(older, newer)
-    return Sameness(p, same, differs)
+    if p < threshold or features[FEATURES.index("other_subject")]:
+        return Sameness(p, False, differs)
+    about, rest = _untouched(older, newer)
+    if not rest:
+        return Sameness(p, True, differs)
+    return Sameness(p, False, differs, tuple(about))

@@ -20,7 +20,7 @@ from ..language.statements import content_words, same_slot, statements_of
 from ..language.text import clip, has_cjk
 from ..language.vocabulary import CHANGE as _CHANGE
 from ..language.vocabulary import value_kinds
-from .current import asked_kind, asks_past, current_answers
+from .current import asked_kind, asks_past, current_answers, values
 from .preload import PRELOAD
 from .scoring import PRIORS
 
@@ -246,12 +246,7 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
         return False  # "it moved to Tuesday" never hides what the user or a tool said
     link = o.metadata.get(OUTDATED_KEY)  # the write path's review found the newer replaces a part of it
     if isinstance(link, dict) and link.get("by") == n.memory_id:
-        # only for a question about what changed: its words, or the kind of value it asks for
-        replaced = n.metadata.get(REPLACED_KEY)
-        part = replaced.get("value") if isinstance(replaced, dict) and replaced.get("memory_id") == o.memory_id else None
-        return asked is None or bool(content_words(n.content) & asked) \
-            or (kind is not None and bool(_QUANTITY.search(n.content))) \
-            or (isinstance(part, str) and bool(content_words(part) & asked or content_words(part) >= content_words(o.content)))
+        return _about_part(n, o, asked, kind)
     changed = [c for c in _CLAUSE.split(n.content) if c and _CHANGE.search(c)]
     if not changed:
         return False
@@ -268,6 +263,26 @@ def _outdates(newer: SearchHit, older: SearchHit, asked: frozenset[str] | None =
     # one word of the topic, and a new value of the kind the older gives ("rehearsals are Thursdays from
     # now on" after "we rehearse every Wednesday")
     return len(shared) == 1 and bool(value_kinds(" ".join(pieces or changed)) & value_kinds(o.content))
+
+
+def _about_part(n: MemoryRecord, o: MemoryRecord, asked: frozenset[str] | None, kind: str | None) -> bool:
+    """For an older memory the newer outdated in part: whether the question is about that part (its
+    words, or the newer's beside what still holds of the older; else, unless it names what still holds,
+    the kind of value it asks for where the part gives one). After "I'm running the Manchester Marathon
+    on 14 April, aiming for sub 3:45" and "my goal is now sub 3:30", "What's my marathon goal time?" asks
+    of the change, "When is my marathon?" of what the older still says."""
+    if asked is None:
+        return True
+    replaced = n.metadata.get(REPLACED_KEY)
+    part = replaced.get("value") if isinstance(replaced, dict) and replaced.get("memory_id") == o.memory_id else None
+    said = content_words(part) if isinstance(part, str) else frozenset()
+    rest = content_words(o.content) - said
+    if said & asked or (content_words(n.content) - rest) & asked:
+        return True
+    if rest & asked:
+        return False  # the question names what still holds of the older, and nothing of the change
+    return said >= content_words(o.content) or kind is not None \
+        and bool(values(part, kind) if isinstance(part, str) else _QUANTITY.search(n.content))
 
 
 #: a date, time or amount: digits, or Chinese numerals before a unit

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..language.duplicates import is_duplicate
-from ..records import EARLIER_KEY, TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust, speaks_for_the_user
+from ..records import EARLIER_KEY, OUTDATED_KEY, TRUST_RANK, MemoryRecord, ScoreBreakdown, SearchHit, Trust, speaks_for_the_user
 from ..language.sameness import APART_S, READ_THRESHOLD, same_thing
 from ..language.statements import triples_conflict
 from ..language.text import tokenize
@@ -311,6 +311,10 @@ def _changed(hits: list[SearchHit], cosines: list[list[float]], i: int, j: int) 
     if isinstance(ended, dict) and isinstance(ended.get("by"), str):
         # the write path found what ended the older, with the whole store to compare: no guess adds another
         return ended["by"] == hits[newer].memory_id
+    if isinstance(hits[older].record.metadata.get(OUTDATED_KEY), dict):
+        # a part of the older was replaced, the rest holds: the prompt shows the newer in its place for a
+        # question about that part only (``portamem.read.prompt``), and no line is marked superseded
+        return False
     pool = [cosines[newer][k] for k in range(len(hits)) if k not in (older, newer)]
     found = same_thing(hits[older].record.content, hits[newer].record.content, cosines[older][newer], pool,
                        threshold=READ_THRESHOLD)

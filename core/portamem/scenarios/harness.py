@@ -52,7 +52,7 @@ from ..memory import Memory
 from ..messages import Message, add_messages
 from ..read.prompt import DEFAULT_HEADER
 from ..recall import format_memories, recall
-from ..records import EARLIER_KEY, OUTDATED_KEY, MemoryRecord, MemoryType, SearchHit, Status
+from ..records import EARLIER_KEY, OUTDATED_KEY, REPLACED_KEY, MemoryRecord, MemoryType, SearchHit, Status
 from .oracle import ORACLE_SPLIT, load_oracle, oracle_plugins
 
 __all__ = [
@@ -379,29 +379,45 @@ def lost_statements(records: Iterable[MemoryRecord],
     return [turn for turn, at in stating if at.timestamp() not in formed]
 
 
-def marked_earlier(record: MemoryRecord) -> bool:
-    """Whether the memory is marked as no longer current: superseded by a newer value, outdated in
-    part, or ended by a newer statement about the same thing (``EARLIER_KEY``)."""
-    return record.status is Status.SUPERSEDED or OUTDATED_KEY in record.metadata or EARLIER_KEY in record.metadata
+def marked_earlier(record: MemoryRecord, forms: Sequence[str] = (),
+                   by_id: Mapping[str, MemoryRecord] | None = None) -> bool:
+    """Whether the memory is marked as no longer current: superseded by a newer value, ended by a newer
+    statement about the same thing (``EARLIER_KEY``), or outdated in part. With ``forms`` and the records
+    by id, a memory outdated in part counts as marked for a value only when the part the newer replaced
+    (its ``REPLACED_KEY`` value) holds one of the forms: "The Manchester Marathon on 14 April, and I'm
+    aiming for sub 3:45", outdated in its goal, still says when the marathon is."""
+    if record.status is Status.SUPERSEDED or EARLIER_KEY in record.metadata:
+        return True
+    link = record.metadata.get(OUTDATED_KEY)
+    if not isinstance(link, dict):
+        return False
+    newer = by_id.get(str(link.get("by"))) if forms and by_id is not None else None
+    replaced = newer.metadata.get(REPLACED_KEY) if newer is not None else None
+    if isinstance(replaced, dict) and replaced.get("memory_id") == record.memory_id and replaced.get("part") \
+            and isinstance(replaced.get("value"), str):
+        return holds(replaced["value"], forms)
+    return True
 
 
 def currency(question: ScenarioQuestion, records: Iterable[MemoryRecord]) -> dict[str, Any]:
     """What the store knows of which statement is current, for one question: for a question about a
     value that changed (``stale`` forms), whether every statement holding only the old value is marked
-    (``marked_earlier``) — ``changed`` is None when no statement holds it; for a question about a fact
-    that never changed (tag ``fact``, no ``stale``), whether a statement holding the answer was marked
-    earlier all the same (``false_currency``)."""
+    (``marked_earlier``, for that value) — ``changed`` is None when no statement holds it; for a question
+    about a fact that never changed (tag ``fact``, no ``stale``), whether a statement holding the answer
+    was marked earlier all the same, for the answer (``false_currency``)."""
+    records = list(records)
+    by_id = {r.memory_id: r for r in records}
     facts = [r for r in records if r.type in (MemoryType.SEMANTIC, MemoryType.WORKING)]
     out: dict[str, Any] = {"changed": None, "false_currency": None}
     if question.stale:
         old = [r for r in facts if holds(r.content, question.stale) and not holds(r.content, question.answer)
                and not holds(r.content, question.evidence)]
         if old:
-            out["changed"] = all(marked_earlier(r) for r in old)
+            out["changed"] = all(marked_earlier(r, question.stale, by_id) for r in old)
     elif "fact" in question.tags and "history" not in question.tags:
         held = [r for r in facts if holds(r.content, question.answer)]
         if held:
-            out["false_currency"] = any(marked_earlier(r) for r in held)
+            out["false_currency"] = any(marked_earlier(r, question.answer, by_id) for r in held)
     return out
 
 

@@ -319,9 +319,9 @@ def _earlier(parts: Components, tenant_id: str, user_id: str, group: Sequence[Me
     def get(i: str) -> MemoryRecord | None:
         return changed.get(i) or batch.get(i) or stored.get(i)
 
-    for newer, older, p in earlier_pairs(group, near, get):
-        before = mark_earlier(newer, older, p)
-        out.earlier.append((newer, older))
+    for newer, older, p, part in earlier_pairs(group, near, get):
+        before = mark_earlier(newer, older, p, part)
+        (out.parts if part else out.earlier).append((newer, older))
         if before is not None:  # the statement that had ended it no longer claims so
             claimed = get(before) or parts.store.get(tenant_id, user_id, [before]).get(before)
             if claimed is not None and withdraw(claimed, older.memory_id):
