@@ -12,10 +12,12 @@ it too).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .text import has_cjk
 
-__all__ = ["CHANGE_VERBS", "CHANGE", "CHANGE_OR_FORMER", "DATE", "AMOUNT", "CURRENCY", "value_kinds", "relation_words"]
+__all__ = ["CHANGE_VERBS", "CHANGE", "CHANGE_OR_FORMER", "DATE", "AMOUNT", "CURRENCY", "value_kinds", "relation_words",
+           "animal_words", "names_animal", "other_animals"]
 
 #: English verbs of change, as a regex alternation (for templates: "my {attribute} was {verb} to {value}")
 CHANGE_VERBS = (
@@ -109,6 +111,42 @@ for _group in _RELATIONS:
 for _group in _RELATIONS:
     for _word in _group[1:]:
         _RELATION_OF.setdefault(_word, _group)
+
+
+#: the kinds of animal a user keeps, each with the words that name it, its commonest breeds among them (a
+#: pet is as often introduced by its breed, "a greyhound called Biscuit", as by its kind). In Chinese a
+#: kind is one character that its compounds hold (橘猫, 猫粮, 狗狗, 柴犬)
+_ANIMALS = (
+    ("cat", "cats", "kitten", "kittens", "kitty", "moggy", "tabby", "persian", "siamese", "ragdoll", "maine coon",
+     "bengal", "sphynx", "猫", "布偶", "英短", "美短", "暹罗", "加菲"),
+    ("dog", "dogs", "puppy", "puppies", "pup", "doggy", "greyhound", "whippet", "lurcher", "labrador", "lab",
+     "retriever", "beagle", "poodle", "cockapoo", "labradoodle", "spaniel", "terrier", "collie", "husky", "corgi",
+     "dachshund", "bulldog", "pug", "chihuahua", "schnauzer", "rottweiler", "dalmatian", "shih tzu", "staffie",
+     "狗", "犬", "金毛", "泰迪", "哈士奇", "二哈", "柯基", "拉布拉多", "边牧", "萨摩耶", "比熊", "博美", "雪纳瑞",
+     "法斗", "巴哥", "吉娃娃"),
+    ("rabbit", "rabbits", "bunny", "兔"),
+    ("hamster", "hamsters", "guinea pig", "仓鼠", "豚鼠"),
+    ("bird", "birds", "parrot", "budgie", "canary", "鸟", "鹦鹉"),
+    ("tortoise", "turtle", "乌龟", "龟"),
+)
+_ANIMAL_OF = {w: g for g in _ANIMALS for w in g}
+
+
+def animal_words(word: str) -> tuple[str, ...] | None:
+    """The words naming the kind of animal ``word`` names ("cat" -> cat, cats, kitten, ..., 猫), or None."""
+    return _ANIMAL_OF.get(word.lower())
+
+
+def names_animal(text: str, words: Sequence[str]) -> bool:
+    """Whether ``text`` names an animal by one of ``words``: an English word whole, a Chinese one anywhere
+    (橘猫 names a cat)."""
+    low = text.lower()
+    return any(w in low if has_cjk(w) else re.search(rf"\b{re.escape(w)}\b", low) is not None for w in words)
+
+
+def other_animals(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """The kinds of animal other than the one ``words`` name."""
+    return [g for g in _ANIMALS if not set(g) & set(words)]
 
 
 def relation_words(word: str) -> tuple[str, ...] | None:

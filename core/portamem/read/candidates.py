@@ -27,7 +27,7 @@ from ..storage.schema import keyword_text
 from ..storage.sql import RecordStore
 from ..storage.vectors import MilvusVectorIndex
 from ..language.text import STOPWORDS, has_cjk, query_tokens, tokenize
-from ..language.vocabulary import relation_words
+from ..language.vocabulary import animal_words, names_animal, other_animals, relation_words
 from .calibration import Calibration, Hubness, calibration_for, vector_score
 from .replica import UserVectors
 from .slots import asked_slots, states_slot
@@ -147,6 +147,8 @@ def _mine_zh(question: str) -> list[str]:
     for i, word in enumerate(words):
         if word in _MINE_ZH:
             nxt = next((w for w in words[i + 1:i + 3] if w not in ("的", "家")), "")
+            if len(nxt) == 2 and nxt[1] == "叫":  # the tokenizer reads 狗叫 ("a dog's bark") in 我家狗叫什么
+                nxt = nxt[0]
             if nxt:
                 out.append(nxt)
         elif word[0] == "我" and len(word) > 1 and relation_words(word[1:]):
@@ -375,11 +377,32 @@ class CandidateFinder:
             if relations:  # a relative never named, like an identifier never given: nothing stored answers
                 unasked = 1.0 - (1.0 - unasked) * (1.0 - self._unknown_shares([], [], relations, tenant_id,
                                                                               user_id, n_user)[1])
-            things = [list(relation_words(w) or (w,)) for w in asked_things(query)]  # a relative by any word of it
+            asked = asked_things(query)
+            things = [list(relation_words(w) or animal_words(w) or (w,)) for w in asked]  # a relative by any word of it
             unthing = self._unknown_shares([], [], things, tenant_id, user_id, n_user)[1] if things else 0.0
+            if unthing:  # a pet of another kind than the one asked about: nothing stored answers
+                unasked = 1.0 - (1.0 - unasked) * (1.0 - self._other_animal(asked, found, tenant_id, user_id, n_user))
             for cand in found.values():
                 cand.unknown_entities, cand.unknown_asked, cand.unknown_thing = unknown, unasked, unthing
         return found
+
+    def _other_animal(self, asked: Sequence[str], found: Mapping[str, Candidate], tenant_id: str, user_id: str,
+                      n_user: int) -> float:
+        """The share of the things a question asks about that are a kind of animal no memory names while the
+        hits name another kind ("What's my cat called?" where the user spoke of their dog, 我家狗叫什么 to a
+        cat's owner): unlike a pet never named by its kind ("a greyhound called Biscuit" for "my dog"), the
+        animal the store knows of is another one."""
+        kinds = [words for w in asked if (words := animal_words(w))]
+        if not kinds:
+            return 0.0
+        texts = [c.record.content for c in found.values() if c.record is not None]
+        other = 0
+        for words in kinds:
+            if self._unknown_shares([], [], [words], tenant_id, user_id, n_user)[1] \
+                    and not any(names_animal(t, words) for t in texts) \
+                    and any(names_animal(t, g) for t in texts for g in other_animals(words)):
+                other += 1
+        return other / len(asked)
 
     def _unknown_shares(self, entities: Sequence[str], unheld: Sequence[str], asked: Sequence[Sequence[str]],
                         tenant_id: str, user_id: str, n_user: int) -> tuple[float, float]:
