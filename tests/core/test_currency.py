@@ -288,6 +288,29 @@ def test_a_change_of_one_part_outdates_that_part_and_the_rest_stays_current(memo
     assert new in lines[0] and "sub 3:30" in lines[0] and not any(old in line for line in lines)
 
 
+def test_a_new_date_leaves_the_place_of_the_same_sentence_current(memory: Memory) -> None:
+    # one clause, two facts: the date changes, the vets do not
+    found = same_thing("Biscuit's first vet check is on 2 June at Oakfield Vets.",
+                       "The vet called, they had to bump Biscuit to 5 June at 10:40.", 0.95, [0.8])
+    assert not found.same and found.part == ("2 June",)
+    # where nothing the older names outlives the change, it is ended whole
+    assert same_thing("My manager is Priya Nair.", "Priya left the company; Tom Becker runs our team now.",
+                      0.95, [0.8]).same
+    _say(memory, "I'm Sam, I work in logistics.", 0)
+    _say(memory, "We adopted a rescue greyhound called Biscuit.", 0)
+    old = _say(memory, "Biscuit's first vet check is on 2 June at Oakfield Vets.", 1)
+    new = _say(memory, "The vet called, they had to bump Biscuit to 5 June at 10:40.", 20)
+    memory.flush()
+    assert _get(memory, old).metadata[OUTDATED_KEY]["by"] == new and EARLIER_KEY not in _get(memory, old).metadata
+    later = T0 + timedelta(days=30)
+    vets = format_memories(recall(memory, "Which vet does Biscuit go to?", user_id="sam", now=later), now=later)
+    line = next(line for line in vets.splitlines() if old in line)
+    assert "Oakfield" in line and "superseded" not in line and "outdated" not in line
+    when = format_memories(recall(memory, "When is Biscuit's vet check?", user_id="sam", now=later), now=later)
+    lines = when.splitlines()[1:]
+    assert new in lines[0] and not any(old in line for line in lines)
+
+
 def test_a_part_marked_by_mistake_moves_to_a_surer_statement() -> None:
     from portamem.write.currency import mark_earlier, withdraw
 

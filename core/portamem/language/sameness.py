@@ -208,6 +208,23 @@ def _untouched(older: str, newer: str) -> tuple[list[str], list[str]]:
     return about, [c for c in clauses if c not in about]
 
 
+def _replaced_values(older: str, newer: str) -> tuple[str, ...]:
+    """In one clause, the older's values the newer gives another of, when the older also names someone or
+    somewhere the newer neither names again nor replaces ("Biscuit's first vet check is on 2 June at
+    Oakfield Vets" against "they had to bump Biscuit to 5 June": the date changed, the vets did not);
+    empty when nothing of the older outlives the change."""
+    vo, vn = values_of(older), values_of(newer)
+    gone = [v for v in vo - vn if not named_again(frozenset({v}), newer)]
+    new_kinds = {_kind(v) for v in vn - vo if not named_again(frozenset({v}), older)}
+    kept = [v for v in gone if _kind(v) in ("name", "zh") and _kind(v) not in new_kinds]
+    replaced = [v for v in gone if _kind(v) in new_kinds]
+    if not kept or not replaced:
+        return ()
+    # the longest forms only ("2 June", not also "2"), as the older writes them
+    longest = sorted(v for v in replaced if not any(v != w and v in w for w in replaced))
+    return tuple(m.group(0) if (m := re.search(re.escape(v), older, re.I)) else v for v in longest)
+
+
 def probability(features: Sequence[float]) -> float:
     z = BIAS + sum(w * (f - m) / s for w, f, m, s in zip(WEIGHTS, features, _MEAN, _SCALE))
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
@@ -227,6 +244,7 @@ def same_thing(older: str, newer: str, cosine: float, pool: Sequence[float] = ()
     if p < threshold or features[FEATURES.index("other_subject")]:
         return Sameness(p, False, differs)
     about, rest = _untouched(older, newer)
-    if not rest:
-        return Sameness(p, True, differs)
-    return Sameness(p, False, differs, tuple(about))
+    if rest:
+        return Sameness(p, False, differs, tuple(about))
+    replaced = _replaced_values(older, newer)
+    return Sameness(p, not replaced, differs, replaced)

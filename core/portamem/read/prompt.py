@@ -279,10 +279,18 @@ def _about_part(n: MemoryRecord, o: MemoryRecord, asked: frozenset[str] | None, 
     rest = content_words(o.content) - said
     if said & asked or (content_words(n.content) - rest) & asked:
         return True
+    if kind is not None and isinstance(part, str) and _gives(part, kind):
+        return True  # "When is the vet check?" of "2 June" replaced, whatever else the older names
     if rest & asked:
         return False  # the question names what still holds of the older, and nothing of the change
-    return said >= content_words(o.content) or kind is not None \
-        and bool(values(part, kind) if isinstance(part, str) else _QUANTITY.search(n.content))
+    return said >= content_words(o.content) or kind is not None and not isinstance(part, str) \
+        and bool(_QUANTITY.search(n.content))
+
+
+def _gives(text: str, kind: str) -> bool:
+    """Whether ``text`` gives a value of the kind a question asks for: a date or a weekday for "when" (a
+    clock time in "sub 3:45" is no date), an amount for "how much"."""
+    return bool(value_kinds(text) & {"date", "weekday"}) if kind == "date" else bool(values(text, kind))
 
 
 #: a date, time or amount: digits, or Chinese numerals before a unit
