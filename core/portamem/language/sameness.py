@@ -98,7 +98,9 @@ class Sameness:
     ``same`` is about the older as a whole. When the older holds a clause the newer has nothing in common
     with ("I'm planning a trip to Lisbon with my sister, we fly on 14 June" against "the flight moved to
     12 June"), the newer changes a part of it at most: ``same`` is False and ``part`` holds the clauses
-    the newer is about (the write path outdates those and keeps the rest current)."""
+    the newer is about (the write path outdates those and keeps the rest current). In one clause, the
+    part is the values the newer gives another of, when the older also names someone or somewhere the
+    newer leaves alone (``_replaced_values``)."""
 
     probability: float
     same: bool

@@ -47,7 +47,8 @@ _VALUE_CHARS = 200
 
 class Earlier(NamedTuple):
     """A newer statement found about the same thing as an older memory, with another value: how surely,
-    and the older's clauses it is about when the rest of the older still holds (else it ends it whole)."""
+    and the part of the older it is about (clauses, or values of one clause) when the rest of the older
+    still holds (else it ends it whole)."""
 
     newer: MemoryRecord
     older: MemoryRecord
