@@ -8,6 +8,13 @@ SQLAlchemy statements around them, and store and read values exactly as SQLAlche
 (JSON as ``json.dumps`` text, vectors as little-endian float32 blobs). PostgreSQL keeps the Core
 statements (``portamem.storage.sql``): its driver and types differ, and it is shared by processes
 whose throughput is not this one's GIL.
+
+PostgreSQL's hottest reads take the same road with its driver (``pg_select``): the whole memory
+rows that a search, the indexer and the formation worker read by id, and the outbox's rows, a dozen
+statements a turn and its recall. Through Core each cost 300-650 us of CPU (building the select of
+35 columns, its cache key, the result's processing), as raw text 150-250 us, and one statement text
+per shape (ids as one array, not an IN list per length) is one the driver prepares once per connection.
+psycopg decodes JSON and bytea itself, as SQLAlchemy's types on it do (``record_of(parsed=True)``).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from ..records import MemoryRecord, MemoryType, Source, Status, Tier, Trust
 from .schema import audit_t, entities_t, memories
 
 __all__ = ["COLUMNS", "SELECT", "driver", "record_of", "select", "insert_memories", "insert_entities",
-           "insert_audit", "executemany"]
+           "insert_audit", "executemany", "pg_select", "pg_insert_audit"]
 
 #: the memories table's columns, in its order (``SELECT`` reads them so)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in memories.c)
@@ -50,9 +57,15 @@ def _dt(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
 
 
-def record_of(row: Sequence[Any], *, vectors: bool = True) -> MemoryRecord:
-    """A record from a row read by ``SELECT`` (``portamem.storage.schema.row_record`` by position)."""
+def _parsed(value: Any) -> Any:
+    return value
+
+
+def record_of(row: Sequence[Any], *, vectors: bool = True, parsed: bool = False) -> MemoryRecord:
+    """A record from a row read by ``SELECT`` (``portamem.storage.schema.row_record`` by position).
+    ``parsed``: the JSON columns come decoded (PostgreSQL's driver), not as text (SQLite's)."""
     a = _AT
+    loads = _parsed if parsed else json.loads
     blob = row[a["embedding"]] if vectors else None
     metadata = row[a["metadata"]]
     return MemoryRecord(
@@ -65,8 +78,8 @@ def record_of(row: Sequence[Any], *, vectors: bool = True) -> MemoryRecord:
         kind=row[a["kind"]],
         content=row[a["content"]],
         summary=row[a["summary"]],
-        entities=list(json.loads(row[a["entities"]]) or []),
-        triples=[list(t) for t in (json.loads(row[a["triples"]]) or [])],
+        entities=list(loads(row[a["entities"]]) or []),
+        triples=[list(t) for t in (loads(row[a["triples"]]) or [])],
         embedding=None if blob is None else np.frombuffer(blob, dtype="<f4").tolist(),
         embedding_model=row[a["embedding_model"]],
         embedding_version=row[a["embedding_version"]],
@@ -84,7 +97,7 @@ def record_of(row: Sequence[Any], *, vectors: bool = True) -> MemoryRecord:
         supersedes=row[a["supersedes"]],
         superseded_by=row[a["superseded_by"]],
         deleted_at=_dt(row[a["deleted_at"]]),
-        metadata=dict((json.loads(metadata) if metadata is not None else None) or {}),
+        metadata=dict((loads(metadata) if metadata is not None else None) or {}),
         key_namespace=row[a["key_namespace"]],
         key=row[a["key"]],
         tier=Tier(row[a["tier"]]),
@@ -137,3 +150,26 @@ def insert_audit(conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
 
 def executemany(conn: Connection, sql: str, params: Iterable[Sequence[Any]]) -> None:
     driver(conn).executemany(sql, params)
+
+
+# ---------------------------------------------------------------------- PostgreSQL (psycopg)
+#: ``SELECT`` on PostgreSQL; ``PG_SELECT_NO_VECTOR`` reads NULL for the embedding (a blob per row is most of it)
+PG_SELECT = SELECT
+PG_SELECT_NO_VECTOR = "SELECT " + ", ".join("NULL" if c == "embedding" else f'"{c}"' for c in COLUMNS) + " FROM memories"
+_PG_AUDIT = _AUDIT.replace("?", "%s")
+
+
+def pg_select(conn: Connection, where: str, params: Sequence[Any] = (), tail: str = "", *,
+              vectors: bool = True) -> list[tuple[Any, ...]]:
+    """Whole memory rows ``WHERE where`` (``%s`` placeholders) as tuples in ``COLUMNS`` order, on the
+    psycopg connection (and transaction) under ``conn``; ``vectors=False``: the embedding read as NULL."""
+    with driver(conn).cursor() as cur:
+        cur.execute(f"{PG_SELECT if vectors else PG_SELECT_NO_VECTOR} WHERE {where} {tail}", tuple(params))
+        return cur.fetchall()
+
+
+def pg_insert_audit(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """``insert_audit`` on PostgreSQL: the detail as the JSON text SQLAlchemy's JSON type writes."""
+    with driver(conn).cursor() as cur:
+        cur.executemany(_PG_AUDIT, [(r["ts"], r["tenant_id"], r.get("user_id"), r.get("memory_id"), r["action"],
+                                     r["actor"], json.dumps(r.get("detail") or {})) for r in rows])

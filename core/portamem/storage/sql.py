@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -47,10 +46,6 @@ _ADD_TURN = ("INSERT INTO turns (tenant_id, user_id, session_id, user_text, assi
              "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING pk")
 _TURNS = ("SELECT pk, user_text, assistant_text, created_at, metadata FROM turns "
           "WHERE tenant_id = ? AND user_id = ? AND session_id = ? ORDER BY pk")
-
-
-def _without_vector(row: Any) -> Any:
-    return SimpleNamespace(_mapping={**row._mapping, "embedding": None})
 
 
 class RecordStore:
@@ -526,7 +521,6 @@ class RecordStore:
         waiting: dict[tuple[str, str], list[Any]] = {scope: [] for scope in scopes}
         tenants = sorted({t for t, _ in scopes})
         users = sorted({u for _, u in scopes})
-        c = memories.c
         with self.engine.connect() as conn:
             if self.is_sqlite:
                 rows = {fast.field(r, "memory_id"): r for r in fast.select_ids(conn, ids)}
@@ -537,15 +531,13 @@ class RecordStore:
                                                f"({fast.marks(len(chunk))}) AND status = ? AND indexed >= 0",
                                          [*tenants, *chunk, Status.PENDING.value], "ORDER BY pk")
             else:
-                rows = {}
-                for start in range(0, len(ids), 500):
-                    rows.update((r.memory_id, r) for r in conn.execute(
-                        sa.select(memories).where(c.memory_id.in_(ids[start:start + 500]))))
+                rows = {fast.field(r, "memory_id"): r
+                        for r in (fast.pg_select(conn, "memory_id = ANY(%s::text[])", [ids]) if ids else [])}
                 found = []
                 for start in range(0, len(users), 500):
-                    found += conn.execute(sa.select(memories).where(
-                        c.tenant_id.in_(tenants), c.user_id.in_(users[start:start + 500]),
-                        c.status == Status.PENDING.value, c.indexed >= 0).order_by(c.pk)).all()
+                    found += fast.pg_select(conn, "tenant_id = ANY(%s::text[]) AND user_id = ANY(%s::text[]) "
+                                                  "AND status = %s AND indexed >= 0",
+                                            [tenants, users[start:start + 500], Status.PENDING.value], "ORDER BY pk")
         for r in sorted(found, key=lambda r: self._field(r, "pk")):
             scope = (self._field(r, "tenant_id"), self._field(r, "user_id"))
             if scope in waiting:
@@ -556,14 +548,13 @@ class RecordStore:
         finally:
             self._batch.rows = self._batch.known = self._batch.pending = None
 
-    def _field(self, row: Any, name: str) -> Any:
-        return fast.field(row, name) if self.is_sqlite else row._mapping[name]
+    @staticmethod
+    def _field(row: Any, name: str) -> Any:
+        return fast.field(row, name)
 
     def _record(self, row: Any, vectors: bool = True) -> MemoryRecord:
-        """A record from a whole row as this store's read path returns it (tuple on SQLite)."""
-        if self.is_sqlite:
-            return fast.record_of(row, vectors=vectors)
-        return row_record(row if vectors else _without_vector(row))
+        """A record from a whole row as this store's read path returns it (a tuple in ``fast.COLUMNS`` order)."""
+        return fast.record_of(row, vectors=vectors, parsed=not self.is_sqlite)
 
     def get(self, tenant_id: str, user_id: str, memory_ids: Sequence[str], *,
             vectors: bool = True) -> dict[str, MemoryRecord]:
@@ -587,14 +578,12 @@ class RecordStore:
                                                [tenant_id, user_id]):
                         out[fast.field(row, "memory_id")] = fast.record_of(row, vectors=vectors)
             return out
-        cols = [memories] if vectors else [c for c in memories.c if c.name != "embedding"]
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                q = sa.select(*cols).where(
-                    memories.c.memory_id.in_(ids[start:start + 500]), *self._owned_by(tenant_id, user_id)
-                )
-                for row in conn.execute(q):
-                    out[row.memory_id] = row_record(row)
+        if not ids:
+            return out
+        with self.engine.connect() as conn:  # the scope as expressions, as ``_owned_by`` has it
+            for row in fast.pg_select(conn, "memory_id = ANY(%s::text[]) AND tenant_id || '' = %s "
+                                            "AND user_id || '' = %s", [ids, tenant_id, user_id], vectors=vectors):
+                out[fast.field(row, "memory_id")] = fast.record_of(row, vectors=vectors, parsed=True)
         return out
 
     def vectors(self, tenant_id: str, user_id: str, memory_ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
@@ -790,11 +779,11 @@ class RecordStore:
                                    else "pk IN (SELECT pk FROM memories WHERE indexed <= 0 AND pk > ?)",
                                    keys if pks is not None else [after], f"ORDER BY pk LIMIT {int(limit)}")
             return [(fast.field(r, "pk"), fast.field(r, "indexed"), fast.record_of(r)) for r in rows]
-        q = sa.select(memories).where(memories.c.indexed <= 0)
-        q = q.where(memories.c.pk.in_(list(pks))) if pks is not None else q.where(memories.c.pk > after)
-        q = q.order_by(memories.c.pk).limit(limit)
         with self.engine.connect() as conn:
-            return [(r.pk, r.indexed, row_record(r)) for r in conn.execute(q)]
+            rows = fast.pg_select(conn, "indexed <= 0 AND pk = ANY(%s::integer[])" if pks is not None
+                                  else "indexed <= 0 AND pk > %s", [list(pks) if pks is not None else after],
+                                  f"ORDER BY pk LIMIT {int(limit)}")
+        return [(fast.field(r, "pk"), fast.field(r, "indexed"), fast.record_of(r, parsed=True)) for r in rows]
 
     def outbox_keys(self) -> list[tuple[str, str, str]]:
         """(memory_id, tenant_id, user_id) of every outbox row: what a reopened store still has to index."""
@@ -999,7 +988,7 @@ class RecordStore:
             if self.is_sqlite:
                 fast.insert_audit(conn, rows)
             else:
-                conn.execute(audit_t.insert(), rows)
+                fast.pg_insert_audit(conn, rows)
 
     def audit_events(
         self, tenant_id: str, *, user_id: str | None = None, memory_id: str | None = None,
