@@ -32,6 +32,7 @@ _ENQUEUE = (f"INSERT INTO {formation_t.name} (tenant_id, user_id, session_id, qu
             "VALUES (?, ?, ?, ?, ?, ?, ?)")
 _PENDING = (f"SELECT pk, tenant_id, user_id, session_id, queued_at, turn, memory_ids FROM {formation_t.name} "
             "WHERE state = ?")
+_PENDING_PG = _PENDING.replace("?", "%s")
 _FORMED = f"UPDATE {formation_t.name} SET state = ?, formed_at = ?, result = ? WHERE pk = ? AND state = ?"
 
 
@@ -72,13 +73,15 @@ def pending(engine: Engine, limit: int, *, after: int = 0, pks: Sequence[int] | 
         return [QueuedTurn(pk, tenant_id, user_id, session_id, queued_at, dict(json.loads(turn) or {}),
                            [str(m) for m in (json.loads(ids) or [])])
                 for pk, tenant_id, user_id, session_id, queued_at, turn, ids in got]
-    q = sa.select(formation_t).where(formation_t.c.state == FORMING, formation_t.c.pk > after)
-    if pks is not None:
-        q = q.where(formation_t.c.pk.in_(list(pks)))
-    with engine.connect() as conn:
-        rows = conn.execute(q.order_by(formation_t.c.pk).limit(limit)).all()
-    return [QueuedTurn(r.pk, r.tenant_id, r.user_id, r.session_id, r.queued_at, dict(r.turn or {}),
-                       [str(m) for m in (r.memory_ids or [])]) for r in rows]
+    # PostgreSQL: raw psycopg too (``fast.pg_select``), which decodes the JSON columns itself
+    where = " AND pk = ANY(%s::integer[])" if pks is not None else ""
+    with engine.connect() as conn, fast.driver(conn).cursor() as cur:
+        cur.execute(f"{_PENDING_PG} AND pk > %s{where} ORDER BY pk LIMIT {int(limit)}",
+                    (FORMING, after, *([list(pks)] if pks is not None else [])))
+        got = cur.fetchall()
+    return [QueuedTurn(pk, tenant_id, user_id, session_id, queued_at, dict(turn or {}),
+                       [str(m) for m in (ids or [])])
+            for pk, tenant_id, user_id, session_id, queued_at, turn, ids in got]
 
 
 def mark_formed(conn: Connection, pk: int, result: dict[str, Any]) -> bool:
