@@ -211,9 +211,10 @@ class PostingsKeywordIndex:
         if conn.dialect.name == "sqlite":
             row = fast.driver(conn).execute(f"SELECT n, total_len FROM {users_t.name} WHERE tenant_id = ? "
                                             "AND user_id = ?", (tenant_id, user_id)).fetchone()
-        else:
-            row = conn.execute(sa.select(users_t.c.n, users_t.c.total_len).where(
-                users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id)).first()
+        else:  # raw psycopg: read two or three times by every search
+            with fast.driver(conn).cursor() as cur:
+                row = cur.execute(f"SELECT n, total_len FROM {users_t.name} WHERE tenant_id = %s AND user_id = %s",
+                                  (tenant_id, user_id)).fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def _cached(self, conn: Connection, tenant_id: str, user_id: str,
@@ -247,17 +248,19 @@ class PostingsKeywordIndex:
         if self.cache is not None:
             (n, total), postings = self._cached(conn, tenant_id, user_id, _terms(tokens))
             return n, (total / n if n else 0.0), {t: len(postings[t[:TERM_CHARS]].pk) for t in tokens if t}
-        row = conn.execute(
-            sa.select(users_t.c.n, users_t.c.total_len).where(users_t.c.tenant_id == tenant_id, users_t.c.user_id == user_id)
-        ).first()
-        n, total = (int(row[0]), int(row[1])) if row else (0, 0)
+        n, total = self._user_totals(conn, tenant_id, user_id)
         terms = _terms(tokens)
         found: dict[str, int] = {}
-        for start in range(0, len(terms), 500):
-            q = sa.select(df_t.c.term, df_t.c.df).where(
-                df_t.c.tenant_id == tenant_id, df_t.c.user_id == user_id, df_t.c.term.in_(terms[start:start + 500])
-            )
-            found.update({r[0]: int(r[1]) for r in conn.execute(q)})
+        sql = f"SELECT term, df FROM {df_t.name} WHERE tenant_id = ? AND user_id = ? AND term IN "
+        for start in range(0, len(terms), 500):  # raw statements (``fast``) on either backend
+            chunk = terms[start:start + 500]
+            if conn.dialect.name == "sqlite":
+                rows = fast.driver(conn).execute(f"{sql}({fast.marks(len(chunk))})", (tenant_id, user_id, *chunk))
+            else:
+                with fast.driver(conn).cursor() as cur:
+                    rows = cur.execute(f"SELECT term, df FROM {df_t.name} WHERE tenant_id = %s AND user_id = %s "
+                                       "AND term = ANY(%s::text[])", (tenant_id, user_id, chunk)).fetchall()
+            found.update({r[0]: int(r[1]) for r in rows})
         return n, (total / n if n else 0.0), {t: found.get(t[:TERM_CHARS], 0) for t in tokens if t}
 
     def search(
