@@ -9,6 +9,8 @@ concurrent processes creating the schema are kept apart.
 from __future__ import annotations
 
 import math
+import select
+import time
 from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +30,10 @@ SUPPORTED: dict[str, tuple[str, str | None]] = {"sqlite": ("sqlite3", None), "po
 
 #: any constant: the advisory lock that serialises schema creation and migration on PostgreSQL
 _SCHEMA_LOCK = 7_311_902_341
+
+#: a pooled PostgreSQL connection given back less than this long ago (seconds), whose socket has nothing
+#: to read, is taken without a ping (``_ping_when_stale``)
+FRESH_S = 1.0
 
 
 def safe_url(url: str) -> str:
@@ -63,6 +69,44 @@ def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _readable(dbapi_conn: Any) -> bool:
+    """Whether the server sent anything to an idle connection (a shutdown's or a terminated backend's
+    message, or the socket closed): then it may be gone. True where that cannot be told without waiting."""
+    try:
+        poller = select.poll()
+        poller.register(dbapi_conn.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    except Exception:  # no poll (Windows), or a closed connection
+        return True
+
+
+def _ping_when_stale(engine: Engine) -> None:
+    """``pool_pre_ping`` where it can find something: a connection is pinged when it is taken from the pool
+    unless it was given back within ``FRESH_S`` and the server has sent it nothing since (what a restart,
+    ``pg_terminate_backend`` or an idle timeout sends before closing it). Under load every connection is
+    given back and taken again within milliseconds, and a ping of each was a third of the statements a
+    turn and its recall sent; a dead connection found by its ping is replaced, as pre-ping replaces it."""
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "checkin")
+    def _given_back(_dbapi_conn: Any, record: Any) -> None:
+        if record is not None:
+            record.info["portamem_returned"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _taken(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get("portamem_returned")
+        if returned is not None and time.monotonic() - returned < FRESH_S and not _readable(dbapi_conn):
+            return
+        try:
+            dialect.do_ping(dbapi_conn)
+        except dialect.loaded_dbapi.Error as exc:
+            if dialect.is_disconnect(exc, dbapi_conn, None):
+                # as a failed pre-ping: every older pooled connection is dropped, and this one replaced
+                raise sa.exc.InvalidatePoolError(str(exc)) from exc
+            raise
+
+
 def open_engine(url: str, *, autocheckpoint: bool = True) -> Engine:
     """An engine for ``url``, connected once, or a typed error naming the extra or the URL tried.
     ``autocheckpoint=False``: SQLite's commits never checkpoint its write-ahead log (someone else must)."""
@@ -85,9 +129,12 @@ def open_engine(url: str, *, autocheckpoint: bool = True) -> Engine:
     try:
         kwargs: dict[str, Any] = {"future": True}
         if dialect == "postgresql":
-            # a pooled connection may have been closed by the server or a restart
-            kwargs.update(pool_pre_ping=True, connect_args={"connect_timeout": 10})
+            # a pooled connection may have been closed by the server or a restart: pinged when it may have
+            # been (``_ping_when_stale``)
+            kwargs.update(connect_args={"connect_timeout": 10})
         engine = sa.create_engine(url, **kwargs)
+        if dialect == "postgresql":
+            _ping_when_stale(engine)
     except sa.exc.NoSuchModuleError as exc:
         raise BackendNotInstalledError(
             f"{safe_url(url)}: no SQLAlchemy driver {parsed.drivername!r}; use {dialect}+{driver}:// "
