@@ -9,25 +9,13 @@ The server is ``PORTAMEM_TEST_PGVECTOR_URL``, else one started from the ``embedd
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from portamem_conformance import servers
 
 from portamem.storage import dialect
 from portamem.storage.sql import RecordStore
-
-
-@pytest.fixture
-def store(pgvector_url: str) -> Iterator[RecordStore]:
-    with servers.fresh_database(pgvector_url) as url:
-        s = RecordStore(url)
-        try:
-            yield s
-        finally:
-            s.close()
 
 
 @pytest.fixture

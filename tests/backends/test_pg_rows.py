@@ -9,27 +9,15 @@ The server is ``PORTAMEM_TEST_PGVECTOR_URL``, else one started from the ``embedd
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
-from portamem_conformance import servers
 from portamem_conformance.backends import T0, corpus
 
 from portamem.records import MemoryRecord, Source, Status, Tier, Trust
 from portamem.storage.schema import audit_t, memories, row_record
 from portamem.storage.sql import RecordStore
-
-
-@pytest.fixture
-def store(pgvector_url: str) -> Iterator[RecordStore]:
-    with servers.fresh_database(pgvector_url) as url:
-        s = RecordStore(url)
-        try:
-            yield s
-        finally:
-            s.close()
 
 
 def _varied() -> list[MemoryRecord]:
