@@ -77,6 +77,16 @@ def _get(mem: Memory, memory_id: str, user: str = "sam") -> MemoryRecord:
     return mem.get_memory(memory_id, user_id=user)
 
 
+def _older_then_newer(memory: Memory, older: str, newer: str, later: int = 30) -> tuple[str, str]:
+    """The ids of ``older``, said on day 1 after two facts of the user's own, and ``newer``, said ``later``
+    days on, once the review has seen both."""
+    _say(memory, "I'm Sam, I work in logistics.", 0)
+    _say(memory, "We have a cat named Mochi.", 0)
+    old, new = _say(memory, older, 1), _say(memory, newer, later)
+    memory.flush()
+    return old, new
+
+
 def test_a_new_manager_said_in_other_words_marks_the_old_one_earlier(memory: Memory) -> None:
     _say(memory, "I'm Sam, I work in logistics.", 0)
     old = _say(memory, "My manager is Priya Nair.", 1)
@@ -99,11 +109,8 @@ def test_a_new_manager_said_in_other_words_marks_the_old_one_earlier(memory: Mem
 def test_a_change_too_uncertain_to_mark_is_still_read_newest_first(memory: Memory) -> None:
     # the write path marks a memory earlier only when it is nearly sure (THRESHOLD); the read path, where a
     # wrong link costs an order and a note on one prompt, orders two hits newest first at READ_THRESHOLD
-    _say(memory, "I'm Sam, I work in logistics.", 0)
-    _say(memory, "We have a cat named Mochi.", 0)
-    old = _say(memory, "My gym is the FitLife on Baker Street.", 1)
-    new = _say(memory, "I switched to the climbing gym near the station.", 30)
-    memory.flush()
+    old, new = _older_then_newer(memory, "My gym is the FitLife on Baker Street.",
+                                 "I switched to the climbing gym near the station.")
     assert EARLIER_KEY not in _get(memory, old).metadata
     hits = recall(memory, "Which gym do I go to?", user_id="sam", now=T0 + timedelta(days=40))
     ids = [h.memory_id for h in hits]
@@ -267,11 +274,8 @@ def test_an_older_memory_that_says_more_is_not_ended_as_a_whole() -> None:
 
 
 def test_a_change_of_one_part_outdates_that_part_and_the_rest_stays_current(memory: Memory) -> None:
-    _say(memory, "I'm Sam, I work in logistics.", 0)
-    _say(memory, "We have a cat named Mochi.", 0)
-    old = _say(memory, "I'm running the Manchester Marathon on 14 April, and I'm aiming for sub 3:45.", 1)
-    new = _say(memory, "My goal is now sub 3:30, feeling ambitious.", 20)
-    memory.flush()
+    old, new = _older_then_newer(memory, "I'm running the Manchester Marathon on 14 April, and I'm aiming for sub 3:45.",
+                                 "My goal is now sub 3:30, feeling ambitious.", 20)
     older, newer = _get(memory, old), _get(memory, new)
     assert older.status is Status.ACTIVE and EARLIER_KEY not in older.metadata
     assert older.metadata[OUTDATED_KEY]["by"] == new and 0.97 <= older.metadata[OUTDATED_KEY]["p"] <= 1.0
